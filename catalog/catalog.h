@@ -1,0 +1,196 @@
+// Catalog: the node's authoritative list of databases, table generations and drop markers,
+// and their lifecycle (SPEC C1-C14). Persisted in the "catalog" family; rebuilt from it on
+// start, where interrupted drops are completed (C10). Readers see it only through immutable
+// snapshots (C1). Thread-safe.
+//
+// Lock order: Catalog::mu_ before Catalog::snapshot_mu_ before GenerationState's Gate::mu_.
+// mu_ is the one catalog lock (C12). It is held across catalog batch writes, because C1 and C6
+// need check, write and publish in one critical section; it is never held across network I/O,
+// never taken by record reads, and taken by record writes only to add attributes. It is never
+// held while a drop drains (C9 step 2), so a drop does not stall other tables.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "catalog/schema.h"
+#include "common/clock.h"
+#include "common/fault.h"
+#include "storage/engine.h"
+
+namespace cairn::catalog {
+
+struct CatalogOptions {
+  std::string node_name;
+  HybridClock* hlc = nullptr;            // required
+  FaultRegistry* faults = nullptr;       // optional
+  absl::Duration drop_drain_timeout = absl::Seconds(10);  // C9 step 2 budget
+  uint64_t incarnation = 0;              // this process's id (C10); 0: a fresh random one
+};
+
+struct AttributeSpec {
+  std::string name;
+  AttributeType type = v1::ANY;
+  bool indexed = true;
+};
+
+// A local create_table (C3).
+struct TableSpec {
+  std::string database;
+  std::string table;
+  std::string primary_key;
+  // Present: schema-defined (D2). Absent: dynamic, with __createdtime__ / __updatedtime__.
+  std::optional<std::vector<AttributeSpec>> attributes;
+  bool replicate = true;  // false: node-local (C11)
+};
+
+// A table definition received from a peer (C4-C6, R3).
+struct PeerTableDef {
+  std::string database;
+  std::string table;
+  Hlc created_time = 0;  // 0: the peer sent no stamp (C5)
+  std::string primary_key;
+  std::vector<AttributeSpec> attributes;
+  bool schema_defined = false;
+};
+
+enum class PeerDropResult { kDropped, kKept, kAbsent };
+absl::string_view PeerDropResultName(PeerDropResult r);  // "dropped" | "kept" | "absent" (R10)
+
+struct DropResult {
+  bool timed = false;     // a marker was (or will be) recorded
+  Hlc dropped_time = 0;   // when timed
+};
+
+class Catalog {
+ public:
+  // Loads the catalog and completes every drop left by an earlier process (C10).
+  static absl::StatusOr<std::unique_ptr<Catalog>> Open(storage::Engine* engine,
+                                                       CatalogOptions options);
+  ~Catalog();
+
+  SnapshotRef Snapshot() const ABSL_LOCKS_EXCLUDED(snapshot_mu_);
+
+  // Called after every publish, outside every catalog lock, with the new snapshot
+  // (replication turns this into DB_SCHEMA). Concurrent publishes may be reported out of
+  // order: compare CatalogSnapshot::version. Set once, before concurrent use.
+  void SetListener(std::function<void(const SnapshotRef&)> listener);
+
+  // ---- Local schema authoring (authoritative for this node).
+  absl::Status CreateDatabase(absl::string_view db) ABSL_LOCKS_EXCLUDED(mu_);
+  // C1, C2, C3, C13. Creates the database if absent (C14).
+  absl::StatusOr<TableRef> CreateTable(const TableSpec& spec) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<TableRef> CreateAttribute(absl::string_view db, absl::string_view table,
+                                           const AttributeSpec& spec) ABSL_LOCKS_EXCLUDED(mu_);
+  // Removes the attribute from the definition and its index. The values in stored records
+  // are stripped by RecordStore::DropAttribute, which calls this first.
+  absl::StatusOr<TableRef> RemoveAttribute(absl::string_view db, absl::string_view table,
+                                           absl::string_view attribute) ABSL_LOCKS_EXCLUDED(mu_);
+  // Adds attributes that `def`'s generation lacks (D2 dynamic attributes, peer records).
+  // Existing names are left alone. TABLE_DROPPING if the generation is no longer live.
+  absl::StatusOr<TableRef> EnsureAttributes(const TableRef& def,
+                                            const std::vector<AttributeSpec>& attributes,
+                                            Origin origin) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // C7/C9: drops the live generation of db.table. `timed` false is a "replicated: false"
+  // drop; a node-local table's drop is never timed (C11). If the name has no live generation
+  // but a drop of it is still pending in this process (an earlier drain timed out), re-runs
+  // that drain. TABLE_DROPPING when the drain times out: the tombstone stays and a retry
+  // completes it.
+  absl::StatusOr<DropResult> DropTable(absl::string_view db, absl::string_view table,
+                                       bool timed = true) ABSL_LOCKS_EXCLUDED(mu_);
+  // C14: drops every table of the database (C7/C9), then the database row.
+  absl::StatusOr<DropResult> DropDatabase(absl::string_view db, bool timed = true)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- Peer entry points (origin cluster). Replication wires these to the network.
+  // C4, C5, C6: TABLE_GENERATION_DROPPED for a dead generation; a node-local table of the
+  // same name shadows the peer's and the definition is ignored.
+  absl::Status ApplyPeerTable(const PeerTableDef& def) ABSL_LOCKS_EXCLUDED(mu_);
+  // C8: a forwarded drop or a snapshot marker. Records the marker if newer; retires the live
+  // generation only if it replicates and is older than the marker. The caller purges rows of
+  // older row generations from a kept table (RecordStore::ApplyPeerDrop does both).
+  absl::StatusOr<PeerDropResult> ApplyPeerDrop(absl::string_view db, absl::string_view table,
+                                               Hlc dropped_time) ABSL_LOCKS_EXCLUDED(mu_);
+  // C14: C8 table by table; the database survives if any table does. Results per table.
+  absl::StatusOr<std::vector<std::pair<std::string, PeerDropResult>>> ApplyPeerDropDatabase(
+      absl::string_view db, Hlc dropped_time) ABSL_LOCKS_EXCLUDED(mu_);
+
+  uint64_t incarnation() const { return options_.incarnation; }
+  const CatalogOptions& options() const { return options_; }
+  storage::Engine* engine() const { return engine_; }
+
+ private:
+  // A generation between drop step 1 and step 3.
+  struct PendingDrop {
+    TableRef def;
+    v1::Tombstone tombstone;
+  };
+
+  class ABSL_SCOPED_LOCKABLE WriteLock;  // mu_, plus listener calls after unlocking
+
+  Catalog(storage::Engine* engine, CatalogOptions options);
+  absl::Status Load() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Publishes `next` (version bumped) and notifies the listener after releasing mu_.
+  void PublishLocked(std::shared_ptr<CatalogSnapshot> next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::shared_ptr<CatalogSnapshot> CopyLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Copy-on-write: replaces (or removes, if def is null) one table in `snap`.
+  static void PutTable(CatalogSnapshot* snap, absl::string_view db, absl::string_view table,
+                       TableRef def);
+  // Writes the create batch of a new generation and publishes it (C1, C2).
+  absl::StatusOr<TableRef> CreateGenerationLocked(v1::TableRow row,
+                                                  std::vector<AttributeDef> attributes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes new attribute rows for a live generation and publishes the new definition.
+  absl::StatusOr<TableRef> AddAttributesLocked(const TableRef& live,
+                                               const std::vector<AttributeSpec>& specs,
+                                               Origin origin) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // C9 step 1: tombstone + publish without the table. `marker_time` > 0 also records a
+  // (peer's) marker in the same batch.
+  absl::Status TombstoneLocked(const TableRef& def, bool timed, Hlc dropped_time)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // C9 steps 2 and 3 for every pending drop of db.table (or of one generation).
+  absl::Status DrainAndFinish(const std::vector<uint64_t>& generations) ABSL_LOCKS_EXCLUDED(mu_);
+  // C9 step 3 / C10: the final batch. Idempotent.
+  absl::Status FinishDropLocked(const v1::TableRow& row, const v1::Tombstone& tombstone)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records a marker durably and in `snap` if newer than the one held. Returns whether it did.
+  absl::StatusOr<bool> RecordMarkerLocked(absl::string_view db, absl::string_view table,
+                                          Hlc dropped_time, CatalogSnapshot* snap)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<uint64_t> PendingDropsOfLocked(absl::string_view db, absl::string_view table) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void LogDiscardOnceLocked(const TableRef& def, absl::string_view attribute,
+                            absl::string_view field, absl::string_view local,
+                            absl::string_view peer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  storage::Engine* const engine_;
+  CatalogOptions options_;
+  std::function<void(const SnapshotRef&)> listener_;
+
+  mutable absl::Mutex mu_ ABSL_ACQUIRED_BEFORE(snapshot_mu_);
+  // The snapshot being built on; equal to snapshot_ outside mu_.
+  std::shared_ptr<const CatalogSnapshot> current_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_generation_id_ ABSL_GUARDED_BY(mu_) = 1;  // strictly increasing, persisted
+  // Generations tombstoned by this process and not yet finished (C9 steps 2-3).
+  absl::flat_hash_map<uint64_t, PendingDrop> pending_drops_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<std::string> logged_discards_ ABSL_GUARDED_BY(mu_);  // C4 log-once
+  uint64_t next_drop_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::vector<SnapshotRef> to_notify_ ABSL_GUARDED_BY(mu_);
+
+  mutable absl::Mutex snapshot_mu_;
+  SnapshotRef snapshot_ ABSL_GUARDED_BY(snapshot_mu_);  // what readers get
+};
+
+}  // namespace cairn::catalog

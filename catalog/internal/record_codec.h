@@ -1,0 +1,36 @@
+// Record validation (SPEC D1-D3) and index-entry derivation, shared by the record write and
+// apply paths. Thread-compatible free functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "catalog/schema.h"
+#include "nlohmann/json.hpp"
+
+namespace cairn::catalog::internal {
+
+// TYPE_MISMATCH naming the attribute if `value` is not of `attribute`'s type (D3). null is
+// accepted for every attribute but the primary key.
+absl::Status CheckType(const AttributeDef& attribute, const nlohmann::json& value);
+
+// The index keys of `record` under `def` (every indexed attribute but the primary key; each
+// scalar of an array is indexed; objects are not), sorted and unique.
+std::vector<std::string> IndexKeys(const TableDef& def, const nlohmann::json& record,
+                                   absl::string_view encoded_pk);
+
+// A search value made to fit the attribute's type: "5" searches an Int attribute as 5,
+// "true" a Boolean as true. Other values pass unchanged.
+nlohmann::json CoerceSearchValue(const AttributeDef& attribute, const nlohmann::json& value);
+
+// Whether a stored field matches a search: equal scalars (5 == 5.0), any element of an
+// array, or for a string prefix pattern ("abc*") a string starting with it.
+bool FieldMatches(const nlohmann::json& field, const nlohmann::json& value,
+                  const std::string* string_prefix);
+
+// A fresh random UUID (v4) string, the primary key of an insert that has none (D1).
+std::string NewUuid();
+
+}  // namespace cairn::catalog::internal

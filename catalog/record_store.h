@@ -1,0 +1,118 @@
+// RecordStore: records of every table generation (SPEC D1-D7) and the write side of the
+// change log (R5). Writes go: catalog snapshot -> table generation -> admission token ->
+// validate -> key latches -> one WriteBatch (record + index entries + log entry + count).
+// Reads iterate; nothing loads a whole table into memory. Thread-safe.
+//
+// Lock order: Catalog::mu_ (only to add attributes, never held below) before KeyLatches
+// before GenerationState::schema_mu (shared) before ChangeLog locks.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "cairn/storage/v1/records.pb.h"
+#include "catalog/catalog.h"
+#include "catalog/internal/key_latches.h"
+#include "common/clock.h"
+#include "common/fault.h"
+#include "nlohmann/json.hpp"
+#include "storage/change_log.h"
+#include "storage/engine.h"
+
+namespace cairn::catalog {
+
+struct RecordStoreOptions {
+  std::string node_name;             // origin of local writes (D4, D5)
+  HybridClock* hlc = nullptr;        // required
+  FaultRegistry* faults = nullptr;
+  size_t latch_stripes = 4096;
+};
+
+enum class WriteMode { kInsert, kUpsert, kUpdate };
+
+struct WriteResult {
+  nlohmann::json written = nlohmann::json::array();  // primary keys, original JSON types
+  nlohmann::json skipped = nlohmann::json::array();
+  std::vector<std::string> new_attributes;           // added by this write (D2)
+  Hlc version = 0;                                   // of every record the write changed
+};
+
+struct SearchOptions {
+  std::vector<std::string> get_attributes;  // empty or ["*"]: every attribute
+  uint64_t limit = 0;                       // 0: no limit
+  uint64_t offset = 0;
+};
+
+// What ApplyPeerEntries did, entry by entry (counts add up to the input size).
+struct ApplyStats {
+  uint64_t applied = 0;
+  uint64_t duplicates = 0;      // same version and origin (D5 identity tie)
+  uint64_t older = 0;           // lost last-writer-wins
+  uint64_t dead_generation = 0; // row generation older than the name's drop marker (C6, D7)
+  uint64_t no_table = 0;        // no live replicating table of that name here
+};
+
+class RecordStore {
+ public:
+  RecordStore(storage::Engine* engine, storage::ChangeLog* log, Catalog* catalog,
+              RecordStoreOptions options);
+
+  // insert / upsert / update of a JSON array of objects (SPEC §5). All or nothing: any
+  // invalid record refuses the whole batch with nothing written.
+  absl::StatusOr<WriteResult> Write(absl::string_view db, absl::string_view table,
+                                    const nlohmann::json& records, WriteMode mode);
+  // Deletes by primary key, leaving versioned tombstones (D5).
+  absl::StatusOr<WriteResult> Delete(absl::string_view db, absl::string_view table,
+                                     const nlohmann::json& ids);
+
+  // Calls `visit` per record found, in key order for searches, in request order for ids;
+  // `visit` returns false to stop. A drop of the table cancels a running search with
+  // TABLE_DROPPING (C9).
+  using Visitor = std::function<bool(const nlohmann::json& record)>;
+  absl::Status SearchById(absl::string_view db, absl::string_view table, const nlohmann::json& ids,
+                          const SearchOptions& options, const Visitor& visit);
+  // `value` "*" matches every record; a string ending in '*' matches by prefix.
+  absl::Status SearchByValue(absl::string_view db, absl::string_view table,
+                             absl::string_view attribute, const nlohmann::json& value,
+                             const SearchOptions& options, const Visitor& visit);
+  // Exact count of live records (maintained in the write batches, not estimated).
+  absl::StatusOr<uint64_t> RecordCount(absl::string_view db, absl::string_view table);
+
+  // drop_attribute: the catalog change, then the values stripped from stored records.
+  absl::Status DropAttribute(absl::string_view db, absl::string_view table,
+                             absl::string_view attribute);
+
+  // ---- Replication (peer) side.
+  // Applies entries of one database from a peer under last-writer-wins (D5), logging each
+  // applied entry for relay (R5, R8). `extra` adds to the same batch (the peer's cursor, R6),
+  // so the cursor advances even when every entry is skipped.
+  absl::StatusOr<ApplyStats> ApplyPeerEntries(
+      absl::string_view db, const std::vector<storage::v1::ChangeEntry>& entries,
+      const std::function<void(rocksdb::WriteBatch*)>& extra);
+  // C8 in full: Catalog::ApplyPeerDrop, then, from a generation it keeps, every row whose
+  // row generation the marker retires.
+  absl::StatusOr<PeerDropResult> ApplyPeerDrop(absl::string_view db, absl::string_view table,
+                                               Hlc dropped_time);
+  // Deletes every row of `def`'s generation with row_generation < marker. Returns the count.
+  absl::StatusOr<uint64_t> PurgeRowsBefore(const TableRef& def, Hlc marker);
+
+ private:
+  absl::StatusOr<TableRef> Resolve(absl::string_view db, absl::string_view table) const;
+  // Re-reads `def`'s generation from the current snapshot after a schema change.
+  absl::StatusOr<TableRef> Refresh(const TableRef& def) const;
+  absl::Status ProjectInto(const TableDef& def, const SearchOptions& options,
+                           std::vector<std::string>* fields) const;
+
+  storage::Engine* const engine_;
+  storage::ChangeLog* const log_;
+  Catalog* const catalog_;
+  const RecordStoreOptions options_;
+  internal::KeyLatches latches_;
+};
+
+}  // namespace cairn::catalog

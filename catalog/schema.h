@@ -1,0 +1,145 @@
+// The in-memory catalog model: immutable table definitions, databases, and the snapshot that
+// readers see (SPEC C1). Everything here is immutable once published, except GenerationState,
+// which is the shared runtime state of one table generation. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/btree_map.h"
+#include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "cairn/catalog/v1/catalog.pb.h"
+#include "common/clock.h"
+#include "common/gate.h"
+
+namespace cairn::catalog {
+
+using AttributeType = v1::AttributeType;
+using Origin = v1::Origin;
+
+// "String", "Int", ... (case-insensitive; SPEC D3). INVALID_ARGUMENT names the bad value.
+absl::StatusOr<AttributeType> ParseAttributeType(absl::string_view name);
+absl::string_view AttributeTypeName(AttributeType type);
+
+// Reserved attributes of dynamic tables (SPEC D2).
+inline constexpr absl::string_view kCreatedTimeAttribute = "__createdtime__";
+inline constexpr absl::string_view kUpdatedTimeAttribute = "__updatedtime__";
+
+struct AttributeDef {
+  std::string name;
+  AttributeType type = v1::ANY;
+  bool indexed = false;
+  uint32_t id = 0;  // index key space within the generation; never reused
+  bool is_primary_key = false;
+  Origin origin = v1::LOCAL;
+};
+
+// Runtime state of one generation, shared by every TableDef version of it.
+//
+// Invariants:
+//  (1) schema_version() changes whenever a new definition of this generation is published,
+//      under an exclusive hold of schema_mu(). A writer holds schema_mu() shared from the
+//      moment it checks that its TableDef is current until its batch commits; if the check
+//      fails it re-validates against the new definition. So once a schema change has bumped
+//      the version, no write validated against the old definition can still commit.
+class GenerationState {
+ public:
+  absl::Mutex& schema_mu() ABSL_LOCK_RETURNED(schema_mu_) { return schema_mu_; }
+
+  Gate& gate() { return gate_; }
+  // An admission token, or TABLE_DROPPING naming the table (SPEC C9 step 2).
+  absl::StatusOr<Gate::Token> Admit(absl::string_view qualified_name);
+  // True once the drop has begun: long scans poll this and stop (SPEC C9 "cancel its scans").
+  bool dropping() const { return gate_.closing(); }
+
+  uint64_t schema_version() const ABSL_SHARED_LOCKS_REQUIRED(schema_mu_) {
+    return schema_version_;
+  }
+  void set_schema_version(uint64_t v) ABSL_EXCLUSIVE_LOCKS_REQUIRED(schema_mu_) {
+    schema_version_ = v;
+  }
+
+ private:
+  Gate gate_;
+  absl::Mutex schema_mu_;
+  uint64_t schema_version_ ABSL_GUARDED_BY(schema_mu_) = 0;  // see invariant (1)
+};
+
+// One published definition of a table generation. Immutable.
+class TableDef {
+ public:
+  TableDef(v1::TableRow row, std::vector<AttributeDef> attributes,
+           std::shared_ptr<GenerationState> state, uint64_t schema_version);
+
+  const std::string& database() const { return row_.database(); }
+  const std::string& name() const { return row_.name(); }
+  std::string QualifiedName() const { return row_.database() + "." + row_.name(); }
+  uint64_t generation_id() const { return row_.generation_id(); }
+  Hlc created_time() const { return row_.created_time(); }
+  const std::string& primary_key() const { return row_.primary_key(); }
+  bool schema_defined() const { return row_.schema_defined(); }
+  bool replicate() const { return row_.replicate(); }
+  Origin origin() const { return row_.origin(); }
+  uint32_t next_attribute_id() const { return row_.next_attribute_id(); }
+  const v1::TableRow& row() const { return row_; }
+
+  const std::vector<AttributeDef>& attributes() const { return attributes_; }
+  const AttributeDef* FindAttribute(absl::string_view name) const;
+  // Indexed attributes other than the primary key.
+  const std::vector<const AttributeDef*>& indexed() const { return indexed_; }
+
+  GenerationState* state() const { return state_.get(); }
+  const std::shared_ptr<GenerationState>& shared_state() const { return state_; }
+  uint64_t schema_version() const { return schema_version_; }
+
+ private:
+  const v1::TableRow row_;  // the primary row as stored, without tombstone
+  const std::vector<AttributeDef> attributes_;
+  absl::flat_hash_map<std::string, size_t> by_name_;
+  std::vector<const AttributeDef*> indexed_;
+  const std::shared_ptr<GenerationState> state_;
+  const uint64_t schema_version_;
+};
+using TableRef = std::shared_ptr<const TableDef>;
+
+struct DatabaseDef {
+  std::string name;
+  Hlc created_time = 0;
+  absl::btree_map<std::string, TableRef> tables;  // live tables only
+};
+using DatabaseRef = std::shared_ptr<const DatabaseDef>;
+
+// What readers see (SPEC C1): a consistent, immutable view of every live table. A table is in
+// a snapshot only after its whole definition committed; a dropped table leaves at step 1.
+struct CatalogSnapshot {
+  uint64_t version = 0;  // increases with every publish
+  absl::btree_map<std::string, DatabaseRef> databases;
+  // Newest drop time per (db, table): durable markers and drops still completing (a pending
+  // drop's time is in its tombstone, so it is as durable as the marker).
+  absl::btree_map<std::pair<std::string, std::string>, Hlc> markers;
+  // Names with a drop between C9 step 1 and step 3 and no live generation: requests for them
+  // answer TABLE_DROPPING rather than TABLE_NOT_FOUND.
+  absl::btree_set<std::pair<std::string, std::string>> dropping;
+
+  // DATABASE_NOT_FOUND / TABLE_NOT_FOUND name what is missing; TABLE_DROPPING for a name
+  // whose drop is still completing.
+  absl::StatusOr<TableRef> FindTable(absl::string_view db, absl::string_view table) const;
+  const DatabaseDef* FindDatabase(absl::string_view db) const;
+  // 0 when the name was never dropped with a timed drop.
+  Hlc MarkerFor(absl::string_view db, absl::string_view table) const;
+};
+using SnapshotRef = std::shared_ptr<const CatalogSnapshot>;
+
+// SPEC C6: a generation is dead when created_time < dropped_time (equal survives).
+inline bool IsDeadGeneration(Hlc created_time, Hlc dropped_time) {
+  return created_time < dropped_time;
+}
+
+}  // namespace cairn::catalog

@@ -1,0 +1,105 @@
+// FaultRegistry: named fault points, one registry per node (STYLE 2.7).
+//
+// Production code calls CAIRN_FAULT(registry, kSomePoint) at the moments listed in
+// common/fault_points.h. With nothing armed a hit costs one relaxed atomic load. Tests and
+// the test-hook operations arm points with an action: delay, block until released, return an
+// error, or crash the process with kInjectedCrashExitCode. Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace cairn {
+
+// Exit status of a process stopped by a crash fault. Distinctive so a harness can tell an
+// injected crash from a real one.
+inline constexpr int kInjectedCrashExitCode = 85;
+
+struct FaultAction {
+  enum class Kind { kDelay, kBlock, kError, kCrash };
+  enum class Trigger { kAlways, kProbability, kNth, kOnce };
+
+  static FaultAction Delay(absl::Duration d);
+  // Parks the hitting thread until Release(point).
+  static FaultAction Block();
+  static FaultAction ReturnError(absl::Status status);
+  // std::_Exit(kInjectedCrashExitCode) at the point: no destructors, no flush, like a kill.
+  static FaultAction Crash();
+
+  FaultAction WithProbability(double p) const;  // fires with probability p (seeded RNG)
+  FaultAction OnNth(int64_t n) const;           // fires on the n-th hit only (1-based)
+  FaultAction Once() const;                     // fires on the first hit, then disarms
+
+  Kind kind = Kind::kError;
+  Trigger trigger = Trigger::kAlways;
+  absl::Duration delay;
+  absl::Status error;
+  double probability = 1.0;
+  int64_t nth = 1;
+};
+
+// Parses "name=action[@p]" as given to --fault: action is `crash`, `block`, `error`,
+// `error:MESSAGE` or `delay:DURATION` (absl duration syntax, "100ms"); `@p` is a probability
+// (0..1] or `#n` the n-th hit. Example: "catalog.drop.after_tombstone=crash@0.5".
+absl::Status ParseFaultSpec(absl::string_view spec, std::string* name, FaultAction* action);
+
+class FaultRegistry {
+ public:
+  explicit FaultRegistry(uint64_t seed = 0x5eed) : rng_(seed) {}
+  FaultRegistry(const FaultRegistry&) = delete;
+  FaultRegistry& operator=(const FaultRegistry&) = delete;
+
+  // The point was reached: runs its action if armed. OK when nothing fires.
+  absl::Status Hit(absl::string_view point) ABSL_LOCKS_EXCLUDED(mu_) {
+    if (armed_.load(std::memory_order_relaxed) == 0) return absl::OkStatus();
+    return HitSlow(point);
+  }
+
+  void Set(absl::string_view point, FaultAction action) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status SetFromSpec(absl::string_view spec) ABSL_LOCKS_EXCLUDED(mu_);
+  // Disarms `point` and releases any thread blocked at it.
+  void Clear(absl::string_view point) ABSL_LOCKS_EXCLUDED(mu_);
+  void ClearAll() ABSL_LOCKS_EXCLUDED(mu_);
+  // Releases threads blocked at `point` and disarms it.
+  void Release(absl::string_view point) ABSL_LOCKS_EXCLUDED(mu_) { Clear(point); }
+
+  // Waits until at least one thread is parked at a Block() point. False on timeout.
+  bool WaitUntilBlocked(absl::string_view point, absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
+  // How many times an armed point was hit (whether or not its trigger fired).
+  int64_t HitCount(absl::string_view point) const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  struct Point {
+    FaultAction action;
+    bool armed = false;
+    int64_t hits = 0;
+    int blocked = 0;        // threads parked here now
+    uint64_t release_epoch = 0;  // bumped by Clear(); parked threads wait for a change
+  };
+
+  absl::Status HitSlow(absl::string_view point) ABSL_LOCKS_EXCLUDED(mu_);
+
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Point> points_ ABSL_GUARDED_BY(mu_);
+  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int> armed_{0};  // number of armed points; the fast-path check
+};
+
+}  // namespace cairn
+
+// Hits a fault point of a (possibly null) registry. Compiled out without CAIRN_TEST_HOOKS.
+#ifdef CAIRN_TEST_HOOKS
+#define CAIRN_FAULT(registry, point) \
+  ((registry) == nullptr ? ::absl::OkStatus() : (registry)->Hit(point))
+#else
+#define CAIRN_FAULT(registry, point) ::absl::OkStatus()
+#endif

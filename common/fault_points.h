@@ -1,0 +1,20 @@
+// Every named fault point of cairn, in one place so they can be grepped and documented
+// (STYLE 2.7). Names are component.operation.moment.
+#pragma once
+
+namespace cairn::fault_points {
+
+// catalog/catalog.cc: create (SPEC C1, C2)
+inline constexpr char kCreateBeforeCommit[] = "catalog.create.before_commit";
+inline constexpr char kCreateAfterCommit[] = "catalog.create.after_commit";  // before publish
+// catalog/catalog.cc: drop (SPEC C9, C10)
+inline constexpr char kDropAfterTombstone[] = "catalog.drop.after_tombstone";  // step 1 done
+inline constexpr char kDropAfterDrain[] = "catalog.drop.after_drain";          // step 2 done
+inline constexpr char kDropBeforeFinalCommit[] = "catalog.drop.before_final_commit";
+inline constexpr char kDropAfterFinalCommit[] = "catalog.drop.after_final_commit";
+// catalog/record_store.cc: record writes (SPEC D3, D4), with an admission token held
+inline constexpr char kWriteBeforeCommit[] = "records.write.before_commit";
+inline constexpr char kWriteAfterCommit[] = "records.write.after_commit";
+inline constexpr char kScanRow[] = "records.scan.row";  // each row a search visits
+
+}  // namespace cairn::fault_points

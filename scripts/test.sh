@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds cairn and runs every test through ctest. Installs what is missing first.
+#
+#   scripts/test.sh              # gcc RelWithDebInfo build in build/, all tests
+#   scripts/test.sh --sanitize   # clang + ASan/UBSan + -Wthread-safety in build-asan/, all tests
+#   scripts/test.sh -L unit      # extra arguments go to ctest
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+sanitize=0
+if [ "${1:-}" = "--sanitize" ]; then
+  sanitize=1
+  shift
+fi
+
+"$root/scripts/setup.sh" --no-build
+
+export CCACHE_BASEDIR="$root"
+export CCACHE_NOHASHDIR=1
+jobs=$(nproc)
+
+if [ "$sanitize" = 1 ]; then
+  build="${CAIRN_BUILD_DIR:-$root/build-asan}"
+  if [ ! -f "$build/build.ninja" ]; then
+    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+      -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+      -DCAIRN_SANITIZE=ON -DCAIRN_BUILD_BENCH=OFF
+  fi
+  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+else
+  build="${CAIRN_BUILD_DIR:-$root/build}"
+  if [ ! -f "$build/build.ninja" ]; then
+    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+  fi
+fi
+
+cmake --build "$build" -j "$jobs"
+ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@"

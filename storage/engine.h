@@ -1,0 +1,101 @@
+// Engine: the node's one RocksDB instance and its fixed column families (SPEC §2a).
+//
+// Families by kind: catalog, records, indexes, changelog, meta. They share one block cache
+// and one WriteBufferManager, so memory stays bounded however many tables exist. The engine
+// knows nothing of tables: callers build WriteBatches with the key layouts of storage/keys.h.
+//
+// Lifecycle: Open() -> use from any thread -> destroy (closes the DB; no call may be in
+// flight). Thread-safe.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "rocksdb/compaction_filter.h"
+#include "rocksdb/db.h"
+#include "rocksdb/write_batch.h"
+
+namespace cairn::storage {
+
+enum class Cf : int { kCatalog = 0, kRecords, kIndexes, kChangeLog, kMeta };
+inline constexpr int kNumCfs = 5;
+
+struct EngineOptions {
+  std::string path;
+  rocksdb::Env* env = nullptr;           // null: rocksdb::Env::Default()
+  bool sync_writes = false;              // fsync every batch (--sync-writes)
+  size_t block_cache_bytes = 64 << 20;   // shared by every family
+  size_t write_buffer_bytes = 64 << 20;  // shared memtable budget (WriteBufferManager)
+  // Delete tombstones older than this are purged by compaction (SPEC D5).
+  absl::Duration tombstone_retention = absl::Hours(24 * 7);
+  Clock* clock = nullptr;                // wall clock for the purge; null: system clock
+};
+
+// Invariants:
+//  (1) Once a write fails, bg_error_ is set and every later Write() fails with it: the
+//      durable state of the failed batch is unknown until the node restarts (cf. leveldb).
+class Engine {
+ public:
+  static absl::StatusOr<std::unique_ptr<Engine>> Open(const EngineOptions& options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Commits `batch` atomically: WAL always on, fsync'd when sync_writes.
+  absl::Status Write(rocksdb::WriteBatch* batch) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Point read. OK with *found = false when absent.
+  absl::Status Get(Cf cf, absl::string_view key, std::string* value, bool* found,
+                   const rocksdb::Snapshot* snapshot = nullptr);
+
+  std::unique_ptr<rocksdb::Iterator> NewIterator(Cf cf, const rocksdb::Snapshot* snapshot = nullptr,
+                                                 absl::string_view upper_bound = {});
+
+  rocksdb::DB* db() { return db_.get(); }
+  rocksdb::ColumnFamilyHandle* cf(Cf c) { return handles_[static_cast<int>(c)]; }
+  const EngineOptions& options() const { return options_; }
+
+  // Current sticky error (OK when healthy).
+  absl::Status health() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  explicit Engine(EngineOptions options) : options_(std::move(options)) {}
+
+  const EngineOptions options_;
+  std::shared_ptr<rocksdb::CompactionFilter> purge_filter_;  // used by db_; declared first
+  std::unique_ptr<rocksdb::DB> db_;
+  std::array<rocksdb::ColumnFamilyHandle*, kNumCfs> handles_{};
+  rocksdb::ColumnFamilyHandle* default_cf_ = nullptr;
+  rocksdb::WriteOptions write_options_;
+  mutable absl::Mutex mu_;
+  absl::Status bg_error_ ABSL_GUARDED_BY(mu_);  // sticky, invariant (1)
+};
+
+// A read snapshot released on destruction.
+class ScopedSnapshot {
+ public:
+  explicit ScopedSnapshot(Engine* engine)
+      : db_(engine->db()), snapshot_(db_->GetSnapshot()) {}
+  ~ScopedSnapshot() { db_->ReleaseSnapshot(snapshot_); }
+  ScopedSnapshot(const ScopedSnapshot&) = delete;
+  ScopedSnapshot& operator=(const ScopedSnapshot&) = delete;
+  const rocksdb::Snapshot* get() const { return snapshot_; }
+
+ private:
+  rocksdb::DB* db_;
+  const rocksdb::Snapshot* snapshot_;
+};
+
+// Little-endian int64 deltas merged by addition (the meta family's count/ keys).
+std::string EncodeCountDelta(int64_t delta);
+int64_t DecodeCount(absl::string_view value);
+
+}  // namespace cairn::storage

@@ -1,0 +1,100 @@
+#include "storage/keys.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace cairn::storage {
+
+void PutBigEndian64(uint64_t v, std::string* out) {
+  char buf[8];
+  for (int i = 7; i >= 0; --i) {
+    buf[i] = static_cast<char>(v & 0xFF);
+    v >>= 8;
+  }
+  out->append(buf, 8);
+}
+
+void PutBigEndian32(uint32_t v, std::string* out) {
+  char buf[4];
+  for (int i = 3; i >= 0; --i) {
+    buf[i] = static_cast<char>(v & 0xFF);
+    v >>= 8;
+  }
+  out->append(buf, 4);
+}
+
+uint64_t GetBigEndian64(absl::string_view in) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(in[i]);
+  return v;
+}
+
+uint32_t GetBigEndian32(absl::string_view in) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v = (v << 8) | static_cast<uint8_t>(in[i]);
+  return v;
+}
+
+std::string DatabaseKey(absl::string_view db) { return absl::StrCat(kDatabasePrefix, db); }
+
+std::string TableKey(absl::string_view db, absl::string_view table, uint64_t generation) {
+  std::string k = absl::StrCat(kTablePrefix, db, "/", table, "/");
+  PutBigEndian64(generation, &k);
+  return k;
+}
+
+std::string AttributePrefix(uint64_t generation) {
+  std::string k = "A/";
+  PutBigEndian64(generation, &k);
+  return k;
+}
+
+std::string AttributeKey(uint64_t generation, absl::string_view attribute) {
+  std::string k = AttributePrefix(generation);
+  k.append(attribute.data(), attribute.size());
+  return k;
+}
+
+std::string MarkerKey(absl::string_view db, absl::string_view table) {
+  return absl::StrCat(kMarkerPrefix, db, "/", table);
+}
+
+std::string GenerationPrefix(uint64_t generation) {
+  std::string k;
+  PutBigEndian64(generation, &k);
+  return k;
+}
+
+std::string RecordKey(uint64_t generation, absl::string_view encoded_pk) {
+  std::string k;
+  k.reserve(8 + encoded_pk.size());
+  PutBigEndian64(generation, &k);
+  k.append(encoded_pk.data(), encoded_pk.size());
+  return k;
+}
+
+std::string IndexAttributePrefix(uint64_t generation, uint32_t attribute_id) {
+  std::string k;
+  PutBigEndian64(generation, &k);
+  PutBigEndian32(attribute_id, &k);
+  return k;
+}
+
+std::string LogPrefix(absl::string_view db) {
+  std::string k(db);
+  k.push_back('\0');
+  return k;
+}
+
+std::string LogKey(absl::string_view db, uint64_t seq) {
+  std::string k = LogPrefix(db);
+  PutBigEndian64(seq, &k);
+  return k;
+}
+
+std::string CountKey(uint64_t generation) {
+  std::string k(kCountPrefix);
+  PutBigEndian64(generation, &k);
+  return k;
+}
+
+}  // namespace cairn::storage

@@ -1,0 +1,57 @@
+// Key layouts of every column family (SPEC §2a). Thread-compatible free functions.
+//
+//   catalog    D/<db>                              DatabaseRow
+//              T/<db>/<table>/<generation BE64>    TableRow (primary row, maybe tombstoned)
+//              A/<generation BE64><attribute>      AttributeRow
+//              M/<db>/<table>                      DropMarker
+//   records    <generation BE64><primary key>      StoredRecord
+//   indexes    <generation BE64><attribute id BE32><value><primary key>   (empty value)
+//   changelog  <db>\0<seq BE64>                    ChangeEntry
+//   meta       meta/next_generation_id             BE64
+//              meta/incarnation                    BE64 (last process incarnation, informational)
+//              count/<generation BE64>             int64 little-endian, merged by addition
+//
+// Names never contain '/' or '\0' (SPEC C13), so the separators are unambiguous. Every record
+// and index key of a generation starts with its big-endian id, so a generation is one
+// contiguous range in each family: create is a catalog batch and drop one range delete.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+namespace cairn::storage {
+
+void PutBigEndian64(uint64_t v, std::string* out);
+void PutBigEndian32(uint32_t v, std::string* out);
+uint64_t GetBigEndian64(absl::string_view in);  // requires in.size() >= 8
+uint32_t GetBigEndian32(absl::string_view in);  // requires in.size() >= 4
+
+// --- catalog family
+std::string DatabaseKey(absl::string_view db);
+inline constexpr absl::string_view kDatabasePrefix = "D/";
+std::string TableKey(absl::string_view db, absl::string_view table, uint64_t generation);
+inline constexpr absl::string_view kTablePrefix = "T/";
+std::string AttributeKey(uint64_t generation, absl::string_view attribute);
+std::string AttributePrefix(uint64_t generation);
+std::string MarkerKey(absl::string_view db, absl::string_view table);
+inline constexpr absl::string_view kMarkerPrefix = "M/";
+
+// --- records and indexes families
+std::string GenerationPrefix(uint64_t generation);
+std::string RecordKey(uint64_t generation, absl::string_view encoded_pk);
+// "<generation><attribute id>": every index entry of one attribute.
+std::string IndexAttributePrefix(uint64_t generation, uint32_t attribute_id);
+
+// --- changelog family
+std::string LogKey(absl::string_view db, uint64_t seq);
+std::string LogPrefix(absl::string_view db);  // "<db>\0"
+
+// --- meta family
+inline constexpr absl::string_view kNextGenerationKey = "meta/next_generation_id";
+inline constexpr absl::string_view kIncarnationKey = "meta/incarnation";
+std::string CountKey(uint64_t generation);
+inline constexpr absl::string_view kCountPrefix = "count/";
+
+}  // namespace cairn::storage

@@ -1,0 +1,163 @@
+#include "storage/value_codec.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "storage/keys.h"
+
+namespace cairn::storage {
+namespace {
+
+constexpr char kNull = 0x01;
+constexpr char kFalse = 0x02;
+constexpr char kTrue = 0x03;
+constexpr char kInt = 0x10;
+constexpr char kFloat = 0x11;
+constexpr char kString = 0x20;
+
+void AppendInt(int64_t v, std::string* out) {
+  out->push_back(kInt);
+  PutBigEndian64(static_cast<uint64_t>(v) ^ (uint64_t{1} << 63), out);
+}
+
+void AppendEscaped(absl::string_view s, std::string* out) {
+  for (char c : s) {
+    out->push_back(c);
+    if (c == '\0') out->push_back('\xFF');
+  }
+}
+
+// True if `d` is integral and exactly representable as int64.
+bool AsInt64(double d, int64_t* out) {
+  if (!std::isfinite(d) || std::trunc(d) != d) return false;
+  if (d < -9223372036854775808.0 || d >= 9223372036854775808.0) return false;
+  *out = static_cast<int64_t>(d);
+  return true;
+}
+
+}  // namespace
+
+absl::Status AppendScalar(const nlohmann::json& v, std::string* out) {
+  switch (v.type()) {
+    case nlohmann::json::value_t::null:
+      out->push_back(kNull);
+      return absl::OkStatus();
+    case nlohmann::json::value_t::boolean:
+      out->push_back(v.get<bool>() ? kTrue : kFalse);
+      return absl::OkStatus();
+    case nlohmann::json::value_t::number_integer:
+      AppendInt(v.get<int64_t>(), out);
+      return absl::OkStatus();
+    case nlohmann::json::value_t::number_unsigned: {
+      uint64_t u = v.get<uint64_t>();
+      if (u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        AppendInt(static_cast<int64_t>(u), out);
+        return absl::OkStatus();
+      }
+      [[fallthrough]];  // beyond int64: encode as a float
+    }
+    case nlohmann::json::value_t::number_float: {
+      double d = v.get<double>();
+      int64_t i = 0;
+      if (AsInt64(d, &i)) {
+        AppendInt(i, out);
+        return absl::OkStatus();
+      }
+      if (std::isnan(d)) return absl::InvalidArgumentError("NaN is not encodable");
+      uint64_t bits;
+      std::memcpy(&bits, &d, sizeof(bits));
+      bits = (bits & (uint64_t{1} << 63)) ? ~bits : bits | (uint64_t{1} << 63);
+      out->push_back(kFloat);
+      PutBigEndian64(bits, out);
+      return absl::OkStatus();
+    }
+    case nlohmann::json::value_t::string:
+      out->push_back(kString);
+      AppendEscaped(v.get_ref<const std::string&>(), out);
+      out->append("\0\x01", 2);
+      return absl::OkStatus();
+    default:
+      return absl::InvalidArgumentError("arrays and objects have no scalar encoding");
+  }
+}
+
+absl::Status AppendPrimaryKey(const nlohmann::json& v, std::string* out) {
+  const bool integral = v.is_number_integer() ||
+                        (v.is_number_float() && std::trunc(v.get<double>()) == v.get<double>() &&
+                         std::isfinite(v.get<double>()));
+  if (!v.is_string() && !integral) {
+    return Error(ErrorCode::kTypeMismatch,
+                 absl::StrCat("primary key must be a string or an integer, got ", v.dump()));
+  }
+  if (v.is_number_unsigned() &&
+      v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return Error(ErrorCode::kTypeMismatch,
+                 absl::StrCat("primary key ", v.dump(), " is outside the 64-bit integer range"));
+  }
+  return AppendScalar(v, out);
+}
+
+void AppendStringPrefix(absl::string_view prefix, std::string* out) {
+  out->push_back(kString);
+  AppendEscaped(prefix, out);
+}
+
+bool ConsumeScalar(absl::string_view* in, nlohmann::json* out) {
+  if (in->empty()) return false;
+  const char tag = in->front();
+  in->remove_prefix(1);
+  switch (tag) {
+    case kNull:
+      *out = nullptr;
+      return true;
+    case kFalse:
+      *out = false;
+      return true;
+    case kTrue:
+      *out = true;
+      return true;
+    case kInt:
+    case kFloat: {
+      if (in->size() < 8) return false;
+      uint64_t bits = GetBigEndian64(*in);
+      in->remove_prefix(8);
+      if (tag == kInt) {
+        *out = static_cast<int64_t>(bits ^ (uint64_t{1} << 63));
+      } else {
+        bits = (bits & (uint64_t{1} << 63)) ? bits & ~(uint64_t{1} << 63) : ~bits;
+        double d;
+        std::memcpy(&d, &bits, sizeof(d));
+        *out = d;
+      }
+      return true;
+    }
+    case kString: {
+      std::string s;
+      while (true) {
+        if (in->empty()) return false;
+        char c = in->front();
+        in->remove_prefix(1);
+        if (c != '\0') {
+          s.push_back(c);
+          continue;
+        }
+        if (in->empty()) return false;
+        char next = in->front();
+        in->remove_prefix(1);
+        if (next == '\x01') break;
+        if (next != '\xFF') return false;
+        s.push_back('\0');
+      }
+      *out = std::move(s);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+}  // namespace cairn::storage

@@ -1,0 +1,38 @@
+// Order-preserving ("memcomparable") encoding of JSON scalars, used for primary keys in record
+// keys and for values in index keys. Every encoding is self-delimiting, so an index key
+// "<value><primary key>" splits without a length field. Thread-compatible free functions.
+//
+//   null     0x01
+//   false    0x02            true  0x03
+//   integer  0x10 + 8 bytes big-endian with the sign bit flipped (int64 range)
+//   float    0x11 + 8 bytes, IEEE-754 made order-preserving (non-integral values only)
+//   string   0x20 + bytes with 0x00 escaped as 0x00 0xFF, then the terminator 0x00 0x01
+//
+// A number with an integral value in the int64 range always encodes as an integer, so 5 and
+// 5.0 are the same key. Within one tag the byte order is the value order; the body of a
+// string is a prefix of the body of every string that extends it, which makes prefix search
+// ("abc*") a key-prefix scan.
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "nlohmann/json.hpp"
+
+namespace cairn::storage {
+
+// Appends the encoding of a scalar (null, boolean, number, string). Arrays and objects are
+// not encodable: InvalidArgument.
+absl::Status AppendScalar(const nlohmann::json& v, std::string* out);
+// Same, for a primary key: only a string or an integer (SPEC D1); anything else is
+// TYPE_MISMATCH naming the key.
+absl::Status AppendPrimaryKey(const nlohmann::json& v, std::string* out);
+// Appends the string tag and the escaped body of `prefix` without the terminator: every
+// encoded string that starts with `prefix` starts with these bytes.
+void AppendStringPrefix(absl::string_view prefix, std::string* out);
+
+// Decodes one value from the front of `*in`, advancing it. False on malformed input.
+bool ConsumeScalar(absl::string_view* in, nlohmann::json* out);
+
+}  // namespace cairn::storage

@@ -1,0 +1,84 @@
+#include "storage/change_log.h"
+
+#include "storage/keys.h"
+#include "tests/testing/testing.h"
+
+namespace cairn::storage {
+namespace {
+
+class ChangeLogTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Reopen(); }
+  void Reopen() {
+    log_.reset();
+    engine_.reset();
+    EngineOptions o;
+    o.path = dir_.path();
+    auto e = Engine::Open(o);
+    ASSERT_OK(e);
+    engine_ = std::move(*e);
+    log_ = std::make_unique<ChangeLog>(engine_.get());
+    ASSERT_OK(log_->Recover());
+  }
+  void Commit(absl::string_view db, const ChangeLog::Reservation& r) {
+    rocksdb::WriteBatch batch;
+    for (uint64_t i = 0; i < r.count(); ++i) {
+      v1::ChangeEntry e;
+      e.set_table("t");
+      log_->Append(&batch, db, r.first() + i, e);
+    }
+    ASSERT_OK(engine_->Write(&batch));
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ChangeLog> log_;
+};
+
+// A reader never streams past an entry that commits late.
+TEST_F(ChangeLogTest, WatermarkWaitsForEarlierReservations) {
+  auto a = std::make_unique<ChangeLog::Reservation>(log_->Reserve("db", 2));  // seqs 1-2
+  auto b = std::make_unique<ChangeLog::Reservation>(log_->Reserve("db", 3));  // seqs 3-5
+  EXPECT_EQ(a->first(), 1u);
+  EXPECT_EQ(b->first(), 3u);
+  Commit("db", *b);
+  b.reset();
+  EXPECT_EQ(log_->CommittedSeq("db"), 0u);  // 1-2 still open
+  Commit("db", *a);
+  a.reset();
+  EXPECT_EQ(log_->CommittedSeq("db"), 5u);
+  EXPECT_EQ(log_->CommittedSeq("other"), 0u);
+}
+
+TEST_F(ChangeLogTest, UncommittedReservationLeavesAGap) {
+  { auto gap = log_->Reserve("db", 4); }
+  auto r = log_->Reserve("db", 1);
+  EXPECT_EQ(r.first(), 5u);
+}
+
+TEST_F(ChangeLogTest, RecoverResumesAfterTheLastEntryOfEachDatabase) {
+  {
+    auto a = log_->Reserve("alpha", 7);
+    Commit("alpha", a);
+    auto b = log_->Reserve("beta", 2);
+    Commit("beta", b);
+    auto c = log_->Reserve("alpha-2", 1);
+    Commit("alpha-2", c);
+  }
+  Reopen();
+  EXPECT_EQ(log_->CommittedSeq("alpha"), 7u);
+  EXPECT_EQ(log_->CommittedSeq("beta"), 2u);
+  EXPECT_EQ(log_->CommittedSeq("alpha-2"), 1u);
+  EXPECT_EQ(log_->Reserve("alpha", 1).first(), 8u);
+}
+
+TEST_F(ChangeLogTest, WaitForCommittedReturnsOnDeadline) {
+  EXPECT_EQ(log_->WaitForCommitted("db", 0, absl::Now() + absl::Milliseconds(5)), 0u);
+  auto r = log_->Reserve("db", 1);
+  Commit("db", r);
+  { ChangeLog::Reservation done = std::move(r); }
+  EXPECT_EQ(log_->WaitForCommitted("db", 0, absl::InfiniteFuture()), 1u);
+}
+
+}  // namespace
+}  // namespace cairn::storage

@@ -1,0 +1,42 @@
+#include "tests/testing/local_node.h"
+
+#include "common/status.h"
+
+namespace cairn::testing {
+
+absl::StatusOr<std::unique_ptr<LocalNode>> LocalNode::Open(const std::string& path,
+                                                           const LocalNodeOptions& options) {
+  auto node = std::make_unique<LocalNode>();
+  Clock* clock = options.clock != nullptr ? options.clock : SystemClock::Default();
+  node->hlc = std::make_unique<HybridClock>(clock);
+  storage::EngineOptions eo;
+  eo.path = path;
+  eo.sync_writes = options.sync_writes;
+  eo.clock = clock;
+  CAIRN_ASSIGN_OR_RETURN(node->engine, storage::Engine::Open(eo));
+  node->log = std::make_unique<storage::ChangeLog>(node->engine.get());
+  CAIRN_RETURN_IF_ERROR(node->log->Recover());
+  catalog::CatalogOptions co;
+  co.node_name = options.name;
+  co.hlc = node->hlc.get();
+  co.faults = options.faults;
+  co.drop_drain_timeout = options.drop_drain_timeout;
+  CAIRN_ASSIGN_OR_RETURN(node->catalog, catalog::Catalog::Open(node->engine.get(), co));
+  catalog::RecordStoreOptions ro;
+  ro.node_name = options.name;
+  ro.hlc = node->hlc.get();
+  ro.faults = options.faults;
+  node->records = std::make_unique<catalog::RecordStore>(node->engine.get(), node->log.get(),
+                                                         node->catalog.get(), ro);
+  return node;
+}
+
+LocalNode::~LocalNode() {
+  // Reverse order of dependency.
+  records.reset();
+  catalog.reset();
+  log.reset();
+  engine.reset();
+}
+
+}  // namespace cairn::testing
