@@ -220,18 +220,20 @@ absl::Status Catalog::Load() {
   // Table generations. Tombstoned ones are never loaded (C10); they are completed below.
   std::vector<v1::TableRow> tombstoned;
   std::vector<v1::TableRow> live;
+  uint64_t max_generation = 0;
   CAIRN_RETURN_IF_ERROR(scan(storage::kTablePrefix, [&](absl::string_view key,
                                                         absl::string_view value) {
     v1::TableRow row;
     if (!row.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
       return corrupt("table", key);
     }
-    next_generation_id_ = std::max(next_generation_id_, row.generation_id() + 1);
+    max_generation = std::max(max_generation, row.generation_id());
     hlc->Observe(row.created_time());
     (row.has_tombstone() ? tombstoned : live).push_back(std::move(row));
     return absl::OkStatus();
   }));
 
+  next_generation_id_ = std::max(next_generation_id_, max_generation + 1);
   for (v1::TableRow& row : live) {
     std::vector<AttributeDef> attributes;
     CAIRN_RETURN_IF_ERROR(scan(storage::AttributePrefix(row.generation_id()),
@@ -244,11 +246,9 @@ absl::Status Catalog::Load() {
                                  attributes.push_back(FromRow(a));
                                  return absl::OkStatus();
                                }));
-    // The primary key first, as at create.
-    std::stable_sort(attributes.begin(), attributes.end(),
-                     [](const AttributeDef& a, const AttributeDef& b) {
-                       return a.is_primary_key > b.is_primary_key;
-                     });
+    // Creation order, as before the restart: the primary key (id 0) first.
+    std::sort(attributes.begin(), attributes.end(),
+              [](const AttributeDef& a, const AttributeDef& b) { return a.id < b.id; });
     auto& db = snap->databases[row.database()];
     if (db == nullptr) {
       // Cannot happen (a table's database row is in its create batch); serve it anyway.

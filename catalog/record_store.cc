@@ -168,6 +168,12 @@ std::vector<ChangeEntry> EmitSlots(storage::Engine* engine,
   return entries;
 }
 
+// For a caller holding d's schema_mu shared through a lock the analysis cannot follow (one
+// lock per table of a peer batch, held in a vector).
+bool SchemaIsCurrentUnderDynamicLock(const TableDef& d) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  return d.state()->schema_version() == d.schema_version();
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -765,7 +771,8 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
       options_.hlc->Observe(e.version());
       if (e.op() == storage::v1::PUT) {
         parsed[i] = ParseStored(e.json());
-        for (const auto& [name, value] : parsed[i].items()) {
+        for (const auto& field : parsed[i].items()) {
+          const std::string& name = field.key();
           if (it->second->def->FindAttribute(name) == nullptr) {
             auto& m = missing[e.table()];
             if (std::none_of(m.begin(), m.end(), [&](const AttributeSpec& a) { return a.name == name; })) {
@@ -813,7 +820,7 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
     bool stale = false;
     for (const TableDef* d : defs) {
       schema_locks.push_back(std::make_unique<absl::ReaderMutexLock>(&d->state()->schema_mu()));
-      if (d->state()->schema_version() != d->schema_version()) stale = true;
+      if (!SchemaIsCurrentUnderDynamicLock(*d)) stale = true;
     }
     if (stale) continue;
 

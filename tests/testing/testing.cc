@@ -1,5 +1,8 @@
 #include "tests/testing/testing.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 
@@ -35,6 +38,25 @@ uint64_t TestSeed() {
   std::fflush(stdout);
   ::testing::Test::RecordProperty("seed", std::to_string(seed));
   return seed;
+}
+
+int RunInChildProcess(const std::function<void()>& fn) {
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    ADD_FAILURE() << "fork failed";
+    return -1;
+  }
+  if (pid == 0) {
+    fn();
+    std::_Exit(0);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
 }
 
 void AssertEventually(const std::function<void()>& check, absl::Duration timeout) {

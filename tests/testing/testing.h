@@ -79,6 +79,13 @@ class TempDir {
 // so a failure can be replayed with CAIRN_TEST_SEED=<seed>.
 uint64_t TestSeed();
 
+// Runs `fn` in a forked child process and returns its exit status (or 128 + signal). The
+// child shares nothing with the parent afterwards but the file system, like a restarted
+// process: tests crash it at fault points and then reopen the same directory. `fn` should end
+// with std::_Exit; returning from it exits with 0. The parent must not hold the directory's
+// RocksDB open meanwhile.
+int RunInChildProcess(const std::function<void()>& fn);
+
 // Polls `check` (which uses gtest assertions) until it passes or `timeout` runs out; then
 // reports the last failure. Kudu's ASSERT_EVENTUALLY.
 void AssertEventually(const std::function<void()>& check,
