@@ -1,0 +1,647 @@
+// Records (SPEC D1-D7) and the write side of the change log (R5).
+#include "catalog/record_store.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <future>
+#include <map>
+#include <random>
+#include <set>
+
+#include "catalog/internal/record_codec.h"
+#include "common/fault_points.h"
+#include "storage/value_codec.h"
+#include "tests/catalog/catalog_fixture.h"
+
+namespace cairn::catalog {
+namespace {
+
+using ::cairn::testing::HasErrorCode;
+using nlohmann::json;
+using storage::v1::ChangeEntry;
+
+class RecordStoreTest : public CatalogFixture {
+ protected:
+  absl::StatusOr<WriteResult> Write(const std::string& table, json recs, WriteMode mode) {
+    return records().Write("db", table, recs, mode);
+  }
+  std::vector<json> ById(const std::string& table, json ids, std::vector<std::string> get = {}) {
+    std::vector<json> out;
+    SearchOptions o;
+    o.get_attributes = std::move(get);
+    EXPECT_OK(records().SearchById("db", table, ids, o, [&](const json& r) {
+      out.push_back(r);
+      return true;
+    }));
+    return out;
+  }
+  std::vector<json> By(const std::string& table, const std::string& attr, json value,
+                       SearchOptions o = {}) {
+    std::vector<json> out;
+    EXPECT_OK(records().SearchByValue("db", table, attr, value, o, [&](const json& r) {
+      out.push_back(r);
+      return true;
+    }));
+    return out;
+  }
+  uint64_t Count(const std::string& table) {
+    auto n = records().RecordCount("db", table);
+    EXPECT_OK(n);
+    return n.ok() ? *n : 0;
+  }
+  // Every change-log entry of database "db", in sequence order.
+  std::vector<ChangeEntry> Log() {
+    std::vector<ChangeEntry> out;
+    auto it = node_->engine->NewIterator(storage::Cf::kChangeLog);
+    const std::string prefix = storage::LogPrefix("db");
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      ChangeEntry e;
+      e.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()));
+      out.push_back(e);
+    }
+    return out;
+  }
+  static ChangeEntry Put(const std::string& table, json pk, Hlc version, const std::string& origin,
+                         Hlc row_generation, json record) {
+    ChangeEntry e;
+    e.set_table(table);
+    e.set_op(storage::v1::PUT);
+    std::string key;
+    EXPECT_OK(storage::AppendPrimaryKey(pk, &key));
+    e.set_key(key);
+    e.set_version(version);
+    e.set_origin(origin);
+    e.set_row_generation(row_generation);
+    e.set_json(record.dump());
+    return e;
+  }
+  static ChangeEntry Del(const std::string& table, json pk, Hlc version, const std::string& origin,
+                         Hlc row_generation) {
+    ChangeEntry e = Put(table, pk, version, origin, row_generation, json::object());
+    e.set_op(storage::v1::DELETE);
+    e.clear_json();
+    return e;
+  }
+  absl::StatusOr<ApplyStats> Apply(std::vector<ChangeEntry> entries,
+                                   std::function<void(rocksdb::WriteBatch*)> extra = nullptr) {
+    return records().ApplyPeerEntries("db", entries, extra);
+  }
+
+  // D3: the index and the records agree exactly. Every index entry points at a live record
+  // holding that value, and every value of every live record has its entry.
+  void ExpectIndexConsistent(const std::string& table) {
+    TableRef def = Live("db", table);
+    ASSERT_NE(def, nullptr);
+    std::set<std::string> expected;
+    auto it = node_->engine->NewIterator(storage::Cf::kRecords);
+    const std::string gen = storage::GenerationPrefix(def->generation_id());
+    for (it->Seek(gen); it->Valid() && it->key().starts_with(gen); it->Next()) {
+      storage::v1::StoredRecord rec;
+      ASSERT_TRUE(rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())));
+      if (rec.deleted()) continue;
+      absl::string_view pk(it->key().data() + 8, it->key().size() - 8);
+      for (auto& k : internal::IndexKeys(*def, json::parse(rec.json()), pk)) expected.insert(k);
+    }
+    std::set<std::string> actual;
+    auto ix = node_->engine->NewIterator(storage::Cf::kIndexes);
+    for (ix->Seek(gen); ix->Valid() && ix->key().starts_with(gen); ix->Next()) {
+      actual.insert(ix->key().ToString());
+    }
+    EXPECT_EQ(actual, expected);
+  }
+};
+
+TEST_F(RecordStoreTest, D1_InsertWithoutPrimaryKeyGetsAUuid) {
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  auto r = Write("t", json::array({{{"name", "x"}}}), WriteMode::kInsert);
+  ASSERT_OK(r);
+  ASSERT_EQ(r->written.size(), 1u);
+  ASSERT_TRUE(r->written[0].is_string());
+  EXPECT_EQ(r->written[0].get<std::string>().size(), 36u);
+  auto found = ById("t", r->written);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0]["name"], "x");
+}
+
+TEST_F(RecordStoreTest, D1_PrimaryKeyTypes) {
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  ASSERT_OK(Write("t", json::array({{{"id", 1}, {"v", "int"}}, {{"id", "1"}, {"v", "str"}}}),
+                  WriteMode::kInsert));
+  EXPECT_EQ(Count("t"), 2u);  // 1 and "1" are different keys
+  EXPECT_EQ(ById("t", json::array({1}))[0]["v"], "int");
+  EXPECT_THAT(Write("t", json::array({{{"id", 2}}, {{"id", 1.5}}}), WriteMode::kInsert),
+              HasErrorCode(ErrorCode::kTypeMismatch));
+  EXPECT_THAT(Write("t", json::array({{{"id", json::object()}}}), WriteMode::kInsert),
+              HasErrorCode(ErrorCode::kTypeMismatch));
+  EXPECT_EQ(Count("t"), 2u);  // nothing of the refused batches
+  EXPECT_TRUE(ById("t", json::array({2})).empty());
+}
+
+TEST_F(RecordStoreTest, D2_SchemaDefinedRefusesTheWholeBatchOnOneBadRecord) {
+  ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"name"})));
+  auto r = Write("t", json::array({{{"id", 1}, {"name", "ok"}}, {{"id", 2}, {"nope", 1}}}),
+                 WriteMode::kInsert);
+  EXPECT_THAT(r, HasErrorCode(ErrorCode::kUnknownAttribute));
+  EXPECT_NE(r.status().message().find("'nope'"), std::string::npos);
+  r = Write("t", json::array({{{"id", 1}, {"name", "ok"}}, {{"id", 2}, {"name", 7}}}),
+            WriteMode::kInsert);
+  EXPECT_THAT(r, HasErrorCode(ErrorCode::kTypeMismatch));
+  EXPECT_NE(r.status().message().find("'name'"), std::string::npos);
+  EXPECT_THAT(Write("t", json::array({{{"id", 1}}, "not an object"}), WriteMode::kInsert),
+              HasErrorCode(ErrorCode::kBadRequest));
+  EXPECT_EQ(Count("t"), 0u);
+  EXPECT_TRUE(Log().empty());
+  EXPECT_EQ(Live("db", "t")->attributes().size(), 2u);
+}
+
+TEST_F(RecordStoreTest, D2_DynamicTablesAddIndexedAttributesAndTrackTimes) {
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  auto r = Write("t", json::array({{{"id", 1}, {"color", "red"}}}), WriteMode::kInsert);
+  ASSERT_OK(r);
+  EXPECT_THAT(r->new_attributes, ::testing::ElementsAre("color"));
+  const AttributeDef* color = Live("db", "t")->FindAttribute("color");
+  ASSERT_NE(color, nullptr);
+  EXPECT_TRUE(color->indexed);
+  EXPECT_EQ(By("t", "color", "red").size(), 1u);
+  json first = ById("t", json::array({1}))[0];
+  ASSERT_TRUE(first["__createdtime__"].is_number());
+  EXPECT_EQ(first["__createdtime__"], first["__updatedtime__"]);
+  ASSERT_OK(Write("t", json::array({{{"id", 1}, {"size", 3}}}), WriteMode::kUpdate));
+  json second = ById("t", json::array({1}))[0];
+  EXPECT_EQ(second["__createdtime__"], first["__createdtime__"]);
+  EXPECT_GE(second["__updatedtime__"].get<int64_t>(), first["__updatedtime__"].get<int64_t>());
+  EXPECT_EQ(second["color"], "red");  // update merges
+  EXPECT_EQ(second["size"], 3);
+  // Invalid attribute names are refused with nothing written.
+  EXPECT_THAT(Write("t", json::array({{{"id", 2}, {"a/b", 1}}}), WriteMode::kInsert),
+              HasErrorCode(ErrorCode::kInvalidName));
+  EXPECT_EQ(Count("t"), 1u);
+}
+
+TEST_F(RecordStoreTest, D3_Types) {
+  TableSpec spec = Spec("db", "t");
+  spec.attributes = std::vector<AttributeSpec>{
+      {"s", v1::STRING, false}, {"i", v1::INT, true},  {"f", v1::FLOAT, true},
+      {"b", v1::BOOLEAN, true}, {"d", v1::DATE, true}, {"any", v1::ANY, true}};
+  ASSERT_OK(catalog().CreateTable(spec));
+  for (const json& ok : {json{{"id", 1}, {"s", "x"}, {"i", 3}, {"f", 2}, {"b", true},
+                              {"d", "2024-05-01T10:00:00Z"}, {"any", {{"x", 1}}}},
+                         json{{"id", 2}, {"i", 3.0}, {"f", 2.5}, {"d", 1700000000000},
+                              {"s", nullptr}},
+                         json{{"id", 3}, {"d", "2024-05-01"}, {"d", "2024-05-01 10:00:00"}}}) {
+    EXPECT_OK(Write("t", json::array({ok}), WriteMode::kUpsert)) << ok.dump();
+  }
+  for (const json& bad : {json{{"id", 9}, {"s", 1}}, json{{"id", 9}, {"i", 1.5}},
+                          json{{"id", 9}, {"i", "3"}}, json{{"id", 9}, {"f", "2.5"}},
+                          json{{"id", 9}, {"b", 1}}, json{{"id", 9}, {"d", "yesterday"}},
+                          json{{"id", 9}, {"d", true}}}) {
+    EXPECT_THAT(Write("t", json::array({bad}), WriteMode::kUpsert),
+                HasErrorCode(ErrorCode::kTypeMismatch))
+        << bad.dump();
+  }
+  EXPECT_EQ(By("t", "i", "3").size(), 2u);  // a string search value fits an Int attribute
+  EXPECT_EQ(By("t", "f", 2).size(), 1u);    // 2 == 2.0
+}
+
+TEST_F(RecordStoreTest, InsertUpdateUpsertDeleteSemantics) {
+  ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"a", "b"})));
+  auto ins = Write("t", json::array({{{"id", 1}, {"a", "x"}}, {{"id", 2}, {"a", "y"}}}),
+                   WriteMode::kInsert);
+  ASSERT_OK(ins);
+  EXPECT_EQ(ins->written, json::array({1, 2}));
+  ins = Write("t", json::array({{{"id", 1}, {"a", "z"}}, {{"id", 3}}}), WriteMode::kInsert);
+  ASSERT_OK(ins);
+  EXPECT_EQ(ins->written, json::array({3}));
+  EXPECT_EQ(ins->skipped, json::array({1}));  // insert skips keys that exist
+  EXPECT_EQ(ById("t", json::array({1}))[0]["a"], "x");
+
+  auto upd = Write("t", json::array({{{"id", 1}, {"b", "bb"}}, {{"id", 9}, {"a", "q"}}}),
+                   WriteMode::kUpdate);
+  ASSERT_OK(upd);
+  EXPECT_EQ(upd->written, json::array({1}));
+  EXPECT_EQ(upd->skipped, json::array({9}));  // update skips keys that do not exist
+  EXPECT_EQ(ById("t", json::array({1}))[0], (json{{"id", 1}, {"a", "x"}, {"b", "bb"}}));
+  EXPECT_THAT(Write("t", json::array({{{"a", "no key"}}}), WriteMode::kUpdate),
+              HasErrorCode(ErrorCode::kBadRequest));
+
+  auto ups = Write("t", json::array({{{"id", 2}, {"b", "u"}}, {{"id", 4}, {"a", "new"}}}),
+                   WriteMode::kUpsert);
+  ASSERT_OK(ups);
+  EXPECT_EQ(ups->written, json::array({2, 4}));
+  EXPECT_EQ(ById("t", json::array({2}))[0], (json{{"id", 2}, {"a", "y"}, {"b", "u"}}));
+  EXPECT_EQ(Count("t"), 4u);
+
+  auto del = records().Delete("db", "t", json::array({2, 77, 2}));
+  ASSERT_OK(del);
+  EXPECT_EQ(del->written, json::array({2}));
+  EXPECT_EQ(del->skipped, json::array({77, 2}));
+  EXPECT_EQ(Count("t"), 3u);
+  EXPECT_TRUE(ById("t", json::array({2})).empty());
+  EXPECT_TRUE(By("t", "a", "y").empty());
+  // A deleted key can be inserted again.
+  ASSERT_OK(Write("t", json::array({{{"id", 2}, {"a", "again"}}}), WriteMode::kInsert));
+  EXPECT_EQ(Count("t"), 4u);
+  // The same key twice in one batch: the second sees the first.
+  auto twice = Write("t", json::array({{{"id", 5}, {"a", "1"}}, {{"id", 5}, {"b", "2"}}}),
+                     WriteMode::kUpsert);
+  ASSERT_OK(twice);
+  EXPECT_EQ(ById("t", json::array({5}))[0], (json{{"id", 5}, {"a", "1"}, {"b", "2"}}));
+  EXPECT_TRUE(By("t", "a", "x").size() == 1 && By("t", "a", "1").size() == 1);
+  ExpectIndexConsistent("t");
+  ASSERT_OK(Reopen());
+  EXPECT_EQ(Count("t"), 5u);
+  ExpectIndexConsistent("t");
+}
+
+TEST_F(RecordStoreTest, D6_UnknownSearchAttributeIsRefused) {
+  ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"name"})));
+  std::vector<json> out;
+  absl::Status s = records().SearchByValue("db", "t", "nope", "x", {}, [&](const json& r) {
+    out.push_back(r);
+    return true;
+  });
+  EXPECT_THAT(s, HasErrorCode(ErrorCode::kUnknownAttribute));
+  EXPECT_EQ(s.message(), "unknown attribute 'nope'");
+  SearchOptions o;
+  o.get_attributes = {"name", "ghost"};
+  EXPECT_THAT(records().SearchById("db", "t", json::array({1}), o, [](const json&) { return true; }),
+              HasErrorCode(ErrorCode::kUnknownAttribute));
+  EXPECT_THAT(records().SearchByValue("db", "missing", "name", "x", {},
+                                      [](const json&) { return true; }),
+              HasErrorCode(ErrorCode::kTableNotFound));
+}
+
+TEST_F(RecordStoreTest, SearchByValueVariants) {
+  TableSpec spec = Spec("db", "t", {"tag"});
+  spec.attributes->push_back({"plain", v1::STRING, /*indexed=*/false});
+  spec.attributes->push_back({"list", v1::ANY, true});
+  ASSERT_OK(catalog().CreateTable(spec));
+  json batch = json::array();
+  for (int i = 0; i < 10; ++i) {
+    batch.push_back({{"id", "k" + std::to_string(i)},
+                     {"tag", i % 2 ? "odd" : "even"},
+                     {"plain", "p" + std::to_string(i % 3)},
+                     {"list", json::array({i, "x" + std::to_string(i)})}});
+  }
+  ASSERT_OK(Write("t", batch, WriteMode::kInsert));
+  EXPECT_EQ(By("t", "tag", "*").size(), 10u);
+  EXPECT_EQ(By("t", "tag", "odd").size(), 5u);
+  EXPECT_EQ(By("t", "tag", "ev*").size(), 5u);  // prefix on an index
+  EXPECT_EQ(By("t", "plain", "p1").size(), 3u);  // not indexed: scanned
+  EXPECT_EQ(By("t", "plain", "p*").size(), 10u);
+  EXPECT_EQ(By("t", "id", "k3").size(), 1u);     // the primary key
+  EXPECT_EQ(By("t", "id", "k*").size(), 10u);
+  EXPECT_EQ(By("t", "list", 4).size(), 1u);      // each array element is indexed
+  EXPECT_EQ(By("t", "list", "x7").size(), 1u);
+  EXPECT_TRUE(By("t", "tag", "none").empty());
+  SearchOptions page;
+  page.offset = 2;
+  page.limit = 3;
+  page.get_attributes = {"id"};
+  auto got = By("t", "tag", "*", page);
+  EXPECT_EQ(got, (std::vector<json>{{{"id", "k2"}}, {{"id", "k3"}}, {{"id", "k4"}}}));
+  // The visitor can stop early.
+  int seen = 0;
+  ASSERT_OK(records().SearchByValue("db", "t", "tag", "*", {}, [&](const json&) {
+    return ++seen < 4;
+  }));
+  EXPECT_EQ(seen, 4);
+}
+
+// D4: every write is logged in its own batch, with its version, origin and row generation.
+TEST_F(RecordStoreTest, D4_EachWriteLogsOneEntryWithItsVersion) {
+  ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"a"})));
+  auto w1 = Write("t", json::array({{{"id", 1}, {"a", "x"}}, {{"id", 2}}}), WriteMode::kInsert);
+  ASSERT_OK(w1);
+  auto w2 = records().Delete("db", "t", json::array({1}));
+  ASSERT_OK(w2);
+  auto log = Log();
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_EQ(log[0].op(), storage::v1::PUT);
+  EXPECT_EQ(log[0].version(), w1->version);
+  EXPECT_EQ(log[0].origin(), "node-a");
+  EXPECT_EQ(log[0].row_generation(), Live("db", "t")->created_time());
+  EXPECT_EQ(json::parse(log[0].json())["a"], "x");
+  EXPECT_EQ(log[2].op(), storage::v1::DELETE);
+  EXPECT_EQ(log[2].version(), w2->version);
+  EXPECT_GT(w2->version, w1->version);
+  EXPECT_EQ(node_->log->CommittedSeq("db"), 3u);
+}
+
+// D5: last writer wins on (version, origin name); ties of both are duplicates.
+TEST_F(RecordStoreTest, D5_LastWriterWinsOnVersionThenOrigin) {
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  const Hlc gen = Live("db", "t")->created_time();
+  auto value = [&]() { return ById("t", json::array({"k"}))[0]["v"]; };
+  auto s = Apply({Put("t", "k", 100, "node-m", gen, {{"id", "k"}, {"v", "m100"}})});
+  ASSERT_OK(s);
+  EXPECT_EQ(s->applied, 1u);
+  s = Apply({Put("t", "k", 99, "node-z", gen, {{"id", "k"}, {"v", "z99"}})});
+  EXPECT_EQ(s->older, 1u);  // older version loses whatever its origin
+  EXPECT_EQ(value(), "m100");
+  s = Apply({Put("t", "k", 100, "node-b", gen, {{"id", "k"}, {"v", "b100"}})});
+  EXPECT_EQ(s->older, 1u);  // equal version, smaller origin loses
+  EXPECT_EQ(value(), "m100");
+  s = Apply({Put("t", "k", 100, "node-z", gen, {{"id", "k"}, {"v", "z100"}})});
+  EXPECT_EQ(s->applied, 1u);  // equal version, greater origin wins
+  EXPECT_EQ(value(), "z100");
+  s = Apply({Put("t", "k", 100, "node-z", gen, {{"id", "k"}, {"v", "other"}})});
+  EXPECT_EQ(s->duplicates, 1u);  // identity tie: the same write
+  EXPECT_EQ(value(), "z100");
+  s = Apply({Put("t", "k", 101, "node-a", gen, {{"id", "k"}, {"v", "a101"}})});
+  EXPECT_EQ(s->applied, 1u);
+  EXPECT_EQ(value(), "a101");
+  ExpectIndexConsistent("t");
+  // A local write after all this is newer than every applied version (HLC observed them).
+  auto local = Write("t", json::array({{{"id", "k"}, {"v", "local"}}}), WriteMode::kUpsert);
+  ASSERT_OK(local);
+  EXPECT_GT(local->version, 101u);
+}
+
+// D5: a delete leaves a versioned tombstone that blocks older writes.
+TEST_F(RecordStoreTest, D5_TombstonesBlockOlderWrites) {
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  const Hlc gen = Live("db", "t")->created_time();
+  ASSERT_OK(Apply({Put("t", 1, 100, "b", gen, {{"id", 1}, {"v", "x"}}),
+                   Del("t", 1, 200, "b", gen)}));
+  EXPECT_TRUE(ById("t", json::array({1})).empty());
+  auto s = Apply({Put("t", 1, 150, "z", gen, {{"id", 1}, {"v", "late"}})});
+  ASSERT_OK(s);
+  EXPECT_EQ(s->older, 1u);
+  EXPECT_TRUE(ById("t", json::array({1})).empty());
+  EXPECT_EQ(Count("t"), 0u);
+  // An older delete does not remove a newer row.
+  ASSERT_OK(Apply({Put("t", 2, 300, "b", gen, {{"id", 2}})}));
+  s = Apply({Del("t", 2, 250, "b", gen)});
+  EXPECT_EQ(s->older, 1u);
+  EXPECT_EQ(Count("t"), 1u);
+  // A newer write resurrects the key.
+  ASSERT_OK(Apply({Put("t", 1, 400, "a", gen, {{"id", 1}, {"v", "back"}})}));
+  EXPECT_EQ(ById("t", json::array({1}))[0]["v"], "back");
+  EXPECT_EQ(Count("t"), 2u);
+  ExpectIndexConsistent("t");
+}
+
+// R5/R8: applied peer writes are logged with their true origin and version, for relay.
+TEST_F(RecordStoreTest, AppliedPeerWritesAreLoggedForRelay) {
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  const Hlc gen = Live("db", "t")->created_time();
+  ASSERT_OK(Apply({Put("t", 1, 100, "far-node", gen, {{"id", 1}})}));
+  auto log = Log();
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].origin(), "far-node");
+  EXPECT_EQ(log[0].version(), 100u);
+  EXPECT_EQ(log[0].row_generation(), gen);
+}
+
+// C6, D7, R6: entries of a retired generation are skipped, entries for absent or node-local
+// tables too, while the caller's cursor still lands in the same batch.
+TEST_F(RecordStoreTest, C6_DeadGenerationEntriesSkippedCursorAdvances) {
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  ASSERT_OK(catalog().CreateTable(Spec("db", "local", {}, /*replicate=*/false)));
+  const Hlc gen = Live("db", "t")->created_time();
+  ASSERT_OK(catalog().ApplyPeerDrop("db", "t", gen - 10));  // kept: ours is newer
+  auto cursor = [](rocksdb::WriteBatch* b) {
+    ASSERT_TRUE(b->Put("cursor/peer", "42").ok());
+  };
+  auto s = Apply({Put("t", 1, 500, "p", gen - 20, {{"id", 1}}),   // retired row generation
+                  Put("t", 2, 500, "p", gen - 10, {{"id", 2}}),   // equal: survives
+                  Put("t", 3, 500, "p", gen, {{"id", 3}}),
+                  Put("gone", 4, 500, "p", gen, {{"id", 4}}),
+                  Put("local", 5, 500, "p", gen, {{"id", 5}})},
+                 cursor);
+  ASSERT_OK(s);
+  EXPECT_EQ(s->dead_generation, 1u);
+  EXPECT_EQ(s->applied, 2u);
+  EXPECT_EQ(s->no_table, 2u);
+  EXPECT_EQ(Count("t"), 2u);
+  EXPECT_EQ(Count("local"), 0u);
+  // All skipped: the cursor still commits.
+  ASSERT_OK(Apply({Put("t", 1, 600, "p", gen - 20, {{"id", 1}})}, [](rocksdb::WriteBatch* b) {
+    ASSERT_TRUE(b->Put("cursor/peer", "43").ok());
+  }));
+  std::string v;
+  ASSERT_OK(node_->engine->db()->Get(rocksdb::ReadOptions(), "cursor/peer", &v).ok()
+                ? absl::OkStatus()
+                : absl::InternalError("missing cursor"));
+  EXPECT_EQ(v, "43");
+}
+
+// Peer records with fields the local table lacks add them first, so the index stays exact.
+TEST_F(RecordStoreTest, C4_PeerRecordFieldsBecomeAttributes) {
+  ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"a"})));
+  const Hlc gen = Live("db", "t")->created_time();
+  ASSERT_OK(Apply({Put("t", 1, 100, "p", gen, {{"id", 1}, {"a", "x"}, {"peer_only", "y"}})}));
+  const AttributeDef* added = Live("db", "t")->FindAttribute("peer_only");
+  ASSERT_NE(added, nullptr);
+  EXPECT_EQ(added->origin, v1::CLUSTER);
+  EXPECT_EQ(By("t", "peer_only", "y").size(), 1u);
+  ExpectIndexConsistent("t");
+}
+
+// C8, D7: a marker purges, from a generation it keeps, the rows of older row generations.
+TEST_F(RecordStoreTest, C8_MarkerPurgesOlderRowGenerationsFromAKeptTable) {
+  ASSERT_OK(catalog().ApplyPeerTable({"db", "t", 1000, "id", {{"v", v1::ANY, true}}, false}));
+  ASSERT_OK(Apply({Put("t", "old", 10, "p", 500, {{"id", "old"}, {"v", "relayed"}}),
+                   Put("t", "new", 11, "p", 1000, {{"id", "new"}, {"v", "ours"}})}));
+  EXPECT_EQ(Count("t"), 2u);
+  auto r = records().ApplyPeerDrop("db", "t", 800);
+  ASSERT_OK(r);
+  EXPECT_EQ(*r, PeerDropResult::kKept);
+  EXPECT_TRUE(ById("t", json::array({"old"})).empty());
+  EXPECT_EQ(ById("t", json::array({"new"})).size(), 1u);
+  EXPECT_EQ(Count("t"), 1u);
+  ExpectIndexConsistent("t");
+}
+
+// C9: a drop cancels a running scan instead of waiting for it to finish.
+TEST_F(RecordStoreTest, C9_DropCancelsRunningScan) {
+  ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"v"})));
+  json batch = json::array();
+  for (int i = 0; i < 50; ++i) batch.push_back({{"id", i}, {"v", "x"}});
+  ASSERT_OK(Write("t", batch, WriteMode::kInsert));
+  faults_.Set(fault_points::kScanRow, FaultAction::Block().OnNth(3));
+  std::atomic<int> rows{0};
+  auto scan = std::async(std::launch::async, [&] {
+    return records().SearchByValue("db", "t", "v", "*", {}, [&](const json&) {
+      ++rows;
+      return true;
+    });
+  });
+  ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kScanRow, absl::Seconds(30)));
+  auto drop = std::async(std::launch::async, [&] { return catalog().DropTable("db", "t"); });
+  ASSERT_EVENTUALLY([&] { ASSERT_EQ(Live("db", "t"), nullptr); });
+  faults_.Release(fault_points::kScanRow);
+  EXPECT_THAT(scan.get(), HasErrorCode(ErrorCode::kTableDropping));
+  EXPECT_LT(rows.load(), 50);
+  EXPECT_OK(drop.get());
+}
+
+TEST_F(RecordStoreTest, DropAttributeStripsValuesAndARecreateStartsEmpty) {
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  ASSERT_OK(Write("t", json::array({{{"id", 1}, {"x", "old"}, {"y", 1}}}), WriteMode::kInsert));
+  ASSERT_OK(records().DropAttribute("db", "t", "x"));
+  EXPECT_EQ(Live("db", "t")->FindAttribute("x"), nullptr);
+  json rec = ById("t", json::array({1}))[0];
+  EXPECT_FALSE(rec.contains("x"));
+  EXPECT_EQ(rec["y"], 1);
+  ASSERT_OK(catalog().CreateAttribute("db", "t", {"x", v1::ANY, true}));
+  EXPECT_TRUE(By("t", "x", "old").empty());
+  EXPECT_FALSE(ById("t", json::array({1}))[0].contains("x"));
+  ExpectIndexConsistent("t");
+  EXPECT_THAT(records().DropAttribute("db", "t", "id"), HasErrorCode(ErrorCode::kBadRequest));
+  EXPECT_THAT(records().DropAttribute("db", "t", "zzz"), HasErrorCode(ErrorCode::kUnknownAttribute));
+  EXPECT_THAT(catalog().CreateAttribute("db", "t", {"y", v1::ANY, true}),
+              HasErrorCode(ErrorCode::kAttributeExists));
+}
+
+// D3, D5 against an oracle. Property: after any sequence of local inserts, upserts, updates,
+// deletes and peer writes over a few keys and values, (1) every record equals the oracle's,
+// (2) the record count is exact, (3) every search by value returns exactly the oracle's
+// matches, and (4) the index holds exactly the entries of the live records.
+TEST_F(RecordStoreTest, D3_IndexMatchesOracleAfterRandomOperations) {
+  const uint64_t seed = testing::TestSeed();
+  std::mt19937_64 rng(seed);
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  const Hlc gen = Live("db", "t")->created_time();
+  std::map<int, json> oracle;  // key -> record (without the time attributes)
+  std::map<int, std::pair<Hlc, std::string>> versions;
+  auto pick = [&](int n) { return static_cast<int>(rng() % n); };
+  auto random_value = [&]() -> json {
+    switch (pick(4)) {
+      case 0: return pick(3);
+      case 1: return "s" + std::to_string(pick(3));
+      case 2: return json::array({pick(3), "s" + std::to_string(pick(3))});
+      default: return nullptr;
+    }
+  };
+  auto strip = [](json r) {
+    r.erase("__createdtime__");
+    r.erase("__updatedtime__");
+    return r;
+  };
+  Hlc peer_clock = HybridClock::Make(absl::ToUnixMillis(absl::Now()), 0);
+  for (int step = 0; step < 600; ++step) {
+    const int key = pick(12);
+    json rec = {{"id", key}};
+    if (pick(2)) rec["a"] = random_value();
+    if (pick(2)) rec["b"] = random_value();
+    const int op = pick(6);
+    if (op <= 2) {
+      const WriteMode mode = op == 0 ? WriteMode::kInsert : op == 1 ? WriteMode::kUpsert
+                                                                    : WriteMode::kUpdate;
+      auto r = Write("t", json::array({rec}), mode);
+      ASSERT_OK(r) << "seed " << seed << " step " << step;
+      const bool exists = oracle.count(key) != 0;
+      if (mode == WriteMode::kInsert && !exists) oracle[key] = rec;
+      if (mode != WriteMode::kInsert && exists) {
+        for (auto& [k, v] : rec.items()) oracle[key][k] = v;
+      }
+      if (mode == WriteMode::kUpsert && !exists) oracle[key] = rec;
+      if (!r->written.empty()) versions[key] = {r->version, "node-a"};
+    } else if (op == 3) {
+      auto r = records().Delete("db", "t", json::array({key}));
+      ASSERT_OK(r);
+      // The tombstone keeps the delete's version: older peer writes lose to it (D5).
+      if (oracle.erase(key)) versions[key] = {r->version, "node-a"};
+    } else {
+      // A peer write, sometimes older than what is stored.
+      peer_clock += pick(3) == 0 ? 0 : 1 + pick(1000);
+      const Hlc v = pick(4) == 0 ? peer_clock - 5000 : peer_clock;
+      const std::string origin = pick(2) ? "node-b" : "node-c";
+      const bool del = pick(4) == 0;
+      ChangeEntry e = del ? Del("t", key, v, origin, gen) : Put("t", key, v, origin, gen, rec);
+      ASSERT_OK(Apply({e}));
+      // The oracle's own LWW view over (version, origin) of the last write or tombstone.
+      auto& cur = versions[key];
+      const bool wins =
+          cur.second.empty() || v > cur.first || (v == cur.first && origin > cur.second);
+      if (wins) {
+        cur = {v, origin};
+        if (del) {
+          oracle.erase(key);
+        } else {
+          oracle[key] = rec;
+        }
+      }
+    }
+    if (step % 100 == 99) ExpectIndexConsistent("t");
+  }
+  ExpectIndexConsistent("t");
+  EXPECT_EQ(Count("t"), oracle.size()) << "seed " << seed;
+  for (const auto& [key, rec] : oracle) {
+    auto got = ById("t", json::array({key}));
+    ASSERT_EQ(got.size(), 1u) << "seed " << seed << " key " << key;
+    EXPECT_EQ(strip(got[0]), rec) << "seed " << seed;
+  }
+  for (const char* attr : {"a", "b"}) {
+    if (Live("db", "t")->FindAttribute(attr) == nullptr) continue;
+    for (const json& v : {json(0), json(1), json(2), json("s0"), json("s1"), json("s2"),
+                          json(nullptr)}) {
+      std::set<int> expected;
+      for (const auto& [key, rec] : oracle) {
+        auto f = rec.find(attr);
+        if (f != rec.end() && internal::FieldMatches(*f, v, nullptr)) expected.insert(key);
+      }
+      std::set<int> got;
+      for (const json& r : By("t", attr, v)) got.insert(r["id"].get<int>());
+      EXPECT_EQ(got, expected) << "seed " << seed << " " << attr << "=" << v.dump();
+    }
+  }
+}
+
+// A writer process killed with SIGKILL at a random moment loses no acknowledged write: every
+// batch it reported as committed is there after a restart, with its log entries (WAL on).
+TEST_F(RecordStoreTest, KillNineLosesNoAcknowledgedWrite) {
+  const uint64_t seed = testing::TestSeed();
+  std::mt19937_64 rng(seed);
+  ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"v"})));
+  for (int round = 0; round < 3; ++round) {
+    Close();
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      close(fds[0]);
+      auto node = testing::LocalNode::Open(dir_.path(), options_);
+      if (!node.ok()) std::_Exit(1);
+      for (int batch = 0;; ++batch) {
+        json recs = json::array();
+        for (int i = 0; i < 10; ++i) {
+          recs.push_back({{"id", round * 1000000 + batch * 10 + i}, {"v", "x"}});
+        }
+        if (!(*node)->records->Write("db", "t", recs, WriteMode::kInsert).ok()) std::_Exit(2);
+        // Acknowledged: tell the parent.
+        int32_t acked = batch;
+        if (write(fds[1], &acked, sizeof(acked)) != sizeof(acked)) std::_Exit(3);
+      }
+    }
+    close(fds[1]);
+    const int kill_after = 20 + static_cast<int>(rng() % 400);
+    int32_t last = -1, got = 0;
+    while (got < kill_after && read(fds[0], &last, sizeof(last)) == sizeof(last)) ++got;
+    kill(pid, SIGKILL);
+    // Acknowledgements already in the pipe count too.
+    while (read(fds[0], &last, sizeof(last)) == sizeof(last)) {
+    }
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "writer exited on its own: " << status;
+    ASSERT_OK(Reopen());
+    json ids = json::array();
+    for (int b = 0; b <= last; ++b) {
+      for (int i = 0; i < 10; ++i) ids.push_back(round * 1000000 + b * 10 + i);
+    }
+    EXPECT_EQ(ById("t", ids).size(), ids.size()) << "seed " << seed << " round " << round;
+    // Records and log entries were one batch each: the log holds at least every acked record.
+    EXPECT_GE(Log().size(), ids.size() + static_cast<size_t>(round) * 0);
+    ExpectIndexConsistent("t");
+  }
+}
+
+}  // namespace
+}  // namespace cairn::catalog
