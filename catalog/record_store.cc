@@ -56,13 +56,19 @@ struct Slot {
   StoredRecord original;
   bool original_live = false;
   json original_json;      // parsed only when live
-  // After the batch so far.
+  // After the batch so far. next_json points at next_owned, or at a request's own record
+  // when the write needs no merge (no copy on the common insert path).
   bool changed = false;
   StoredRecord next;
-  json next_json;
+  json next_owned;
+  const json* next_json = nullptr;
   bool live() const { return changed ? !next.deleted() : original_live; }
-  const json& current_json() const { return changed ? next_json : original_json; }
+  const json& current_json() const { return changed ? *next_json : original_json; }
   const StoredRecord* current() const { return changed ? &next : (stored ? &original : nullptr); }
+  void SetNext(json j) {
+    next_owned = std::move(j);
+    next_json = &next_owned;
+  }
 };
 
 // Reads the stored rows of `slots` in one MultiGet.
@@ -134,7 +140,7 @@ std::vector<ChangeEntry> EmitSlots(storage::Engine* engine,
     const TableDef& def = *s.def;
     std::vector<std::string> before, after;
     if (s.original_live) before = internal::IndexKeys(def, s.original_json, s.encoded_pk);
-    if (!s.next.deleted()) after = internal::IndexKeys(def, s.next_json, s.encoded_pk);
+    if (!s.next.deleted()) after = internal::IndexKeys(def, *s.next_json, s.encoded_pk);
     std::vector<std::string> gone, added;
     std::set_difference(before.begin(), before.end(), after.begin(), after.end(),
                         std::back_inserter(gone));
@@ -157,7 +163,7 @@ std::vector<ChangeEntry> EmitSlots(storage::Engine* engine,
     e.set_version(s.next.version());
     e.set_origin(s.next.origin());
     e.set_row_generation(s.next.row_generation());
-    if (!s.next.deleted()) e.set_json(s.next.json());
+    // No record body: it is in the records family (see ChangeEntry in records.proto).
     entries.push_back(std::move(e));
   }
   for (const auto& [generation, delta] : count_deltas) {
@@ -189,7 +195,8 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
 
   // 1. Primary keys (D1): every record must have a usable one before anything is written.
   struct Input {
-    json record;
+    const json* record;  // the caller's, or `owned` when a primary key was generated
+    json owned;
     json pk;
     std::string encoded_pk;
   };
@@ -201,20 +208,22 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
       return Error(ErrorCode::kBadRequest, absl::StrCat("records[", i, "] is not an object"));
     }
     Input in;
-    in.record = r;
-    auto pk = in.record.find(def->primary_key());
-    if (pk == in.record.end() || pk->is_null()) {
+    in.record = &r;
+    auto pk = r.find(def->primary_key());
+    if (pk == r.end() || pk->is_null()) {
       if (mode == WriteMode::kUpdate) {
         return Error(ErrorCode::kBadRequest, absl::StrCat("records[", i, "] has no primary key '",
                                                           def->primary_key(), "'"));
       }
-      in.record[def->primary_key()] = internal::NewUuid();
-      pk = in.record.find(def->primary_key());
+      in.owned = r;
+      in.owned[def->primary_key()] = internal::NewUuid();
+      pk = in.owned.find(def->primary_key());
     }
     in.pk = *pk;
     absl::Status s = storage::AppendPrimaryKey(in.pk, &in.encoded_pk);
     if (!s.ok()) return Annotate(s, absl::StrCat("records[", i, "]"));
     inputs.push_back(std::move(in));
+    if (inputs.back().owned.is_object()) inputs.back().record = &inputs.back().owned;
   }
 
   WriteResult result;
@@ -225,7 +234,7 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
     std::vector<AttributeSpec> added;
     absl::flat_hash_map<std::string, bool> seen_new;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      for (const auto& [name, value] : inputs[i].record.items()) {
+      for (const auto& [name, value] : inputs[i].record->items()) {
         const AttributeDef* a = def->FindAttribute(name);
         if (a == nullptr) {
           if (def->schema_defined()) {
@@ -282,22 +291,28 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
         result.skipped.push_back(inputs[i].pk);
         continue;
       }
-      json next = exists && mode != WriteMode::kInsert ? s.current_json() : json::object();
-      for (const auto& [name, value] : inputs[i].record.items()) next[name] = value;
-      if (!def->schema_defined()) {
-        const json& cur = s.current_json();
-        auto created = exists ? cur.find(kCreatedTimeAttribute) : cur.end();
-        next[std::string(kCreatedTimeAttribute)] =
-            (exists && created != cur.end()) ? *created : json(now_ms);
-        next[std::string(kUpdatedTimeAttribute)] = now_ms;
+      const json& given = *inputs[i].record;
+      const bool merge = exists && mode != WriteMode::kInsert;
+      if (!merge && def->schema_defined()) {
+        s.next_json = &given;  // the record as given is the new row
+      } else {
+        json next = merge ? s.current_json() : json::object();
+        for (const auto& [name, value] : given.items()) next[name] = value;
+        if (!def->schema_defined()) {
+          const json& cur = s.current_json();
+          auto created = exists ? cur.find(kCreatedTimeAttribute) : cur.end();
+          next[std::string(kCreatedTimeAttribute)] =
+              (exists && created != cur.end()) ? *created : json(now_ms);
+          next[std::string(kUpdatedTimeAttribute)] = now_ms;
+        }
+        s.SetNext(std::move(next));
       }
       s.changed = true;
       s.next.set_version(version);
       s.next.set_origin(options_.node_name);
       s.next.set_row_generation(def->created_time());
       s.next.set_deleted(false);
-      s.next.set_json(Dump(next));
-      s.next_json = std::move(next);
+      s.next.set_json(Dump(*s.next_json));
       result.written.push_back(inputs[i].pk);
     }
     result.version = version;
@@ -365,7 +380,7 @@ absl::StatusOr<WriteResult> RecordStore::Delete(absl::string_view db, absl::stri
     s.next.set_row_generation(def->created_time());
     s.next.set_deleted(true);
     s.next.clear_json();
-    s.next_json = json();
+    s.SetNext(json());
     result.written.push_back(ids[i]);
   }
   rocksdb::WriteBatch batch;
@@ -848,10 +863,10 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
       s.next.set_deleted(e.op() == storage::v1::DELETE);
       if (e.op() == storage::v1::DELETE) {
         s.next.clear_json();
-        s.next_json = json();
+        s.SetNext(json());
       } else {
         s.next.set_json(e.json());
-        s.next_json = std::move(parsed[i]);
+        s.SetNext(std::move(parsed[i]));
       }
       ++stats.applied;
     }

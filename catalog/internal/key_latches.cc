@@ -13,7 +13,7 @@ KeyLatches::Guard KeyLatches::Lock(const std::vector<std::string>& keys) {
   for (const std::string& k : keys) g.held_.push_back(absl::Hash<absl::string_view>{}(k) % stripes_);
   std::sort(g.held_.begin(), g.held_.end());
   g.held_.erase(std::unique(g.held_.begin(), g.held_.end()), g.held_.end());
-  for (size_t s : g.held_) mutexes_[s].Lock();
+  for (size_t s : g.held_) mutexes_[s].lock();
   return g;
 }
 

@@ -323,7 +323,7 @@ TEST_F(RecordStoreTest, D4_EachWriteLogsOneEntryWithItsVersion) {
   EXPECT_EQ(log[0].version(), w1->version);
   EXPECT_EQ(log[0].origin(), "node-a");
   EXPECT_EQ(log[0].row_generation(), Live("db", "t")->created_time());
-  EXPECT_EQ(json::parse(log[0].json())["a"], "x");
+  EXPECT_TRUE(log[0].json().empty());  // the body is in the records family
   EXPECT_EQ(log[2].op(), storage::v1::DELETE);
   EXPECT_EQ(log[2].version(), w2->version);
   EXPECT_GT(w2->version, w1->version);
