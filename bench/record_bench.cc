@@ -100,7 +100,8 @@ void BM_RawRocksDBSameEntries(benchmark::State& state) {
       std::string key = storage::RecordKey(1, "");
       storage::PutBigEndian64(static_cast<uint64_t>(id), &key);
       b.Put(records, key, value).PermitUncheckedError();
-      std::string ix = storage::IndexAttributePrefix(1, 1) + absl::StrCat("customer-", id % 1000) + key;
+      std::string ix =
+          storage::IndexAttributePrefix(1, 1) + absl::StrCat("customer-", id % 1000) + key;
       b.Put(indexes, ix, "").PermitUncheckedError();
       b.Put(log, storage::LogKey("bench", static_cast<uint64_t>(id)), std::string(40, 'l'))
           .PermitUncheckedError();
@@ -178,7 +179,12 @@ void BM_CreateTable(benchmark::State& state) {
     state.ResumeTiming();
   }
 }
-BENCHMARK(BM_CreateTable)->ArgName("tables")->Arg(1)->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_CreateTable)
+    ->ArgName("tables")
+    ->Arg(1)
+    ->Arg(1000)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 // drop_table (all three steps of SPEC C9) of a table holding 1,000 records, with `others`
 // tables present.
@@ -206,7 +212,12 @@ void BM_DropTable(benchmark::State& state) {
     if (!node->catalog->DropTable("bench", name).ok()) state.SkipWithError("drop failed");
   }
 }
-BENCHMARK(BM_DropTable)->ArgName("tables")->Arg(1)->Arg(1000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_DropTable)
+    ->ArgName("tables")
+    ->Arg(1)
+    ->Arg(1000)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace cairn

@@ -79,6 +79,12 @@ absl::StatusOr<std::vector<AttributeDef>> BuildAttributes(absl::string_view prim
   for (const AttributeSpec& s : specs) {
     CAIRN_RETURN_IF_ERROR(ValidateAttributeName(s.name));
     if (s.name == primary_key) {
+      // D1: a primary key is a string or an integer.
+      if (s.type != v1::ANY && s.type != v1::ID && s.type != v1::STRING && s.type != v1::INT) {
+        return Error(ErrorCode::kBadRequest,
+                     absl::StrCat("primary key '", primary_key, "' must be of type ID, String or "
+                                  "Int, not ", AttributeTypeName(s.type)));
+      }
       if (s.type != v1::ANY) out[0].type = s.type;
       continue;
     }
@@ -110,9 +116,12 @@ uint64_t FreshIncarnation() {
 
 absl::string_view PeerDropResultName(PeerDropResult r) {
   switch (r) {
-    case PeerDropResult::kDropped: return "dropped";
-    case PeerDropResult::kKept: return "kept";
-    case PeerDropResult::kAbsent: return "absent";
+    case PeerDropResult::kDropped:
+      return "dropped";
+    case PeerDropResult::kKept:
+      return "kept";
+    case PeerDropResult::kAbsent:
+      return "absent";
   }
   return "absent";
 }
@@ -175,34 +184,31 @@ absl::Status Catalog::Load() {
   }
 
   auto scan = [&](absl::string_view prefix, auto&& fn) -> absl::Status {
-    std::string upper(prefix);
-    upper.back()++;
-    auto it = engine_->NewIterator(Cf::kCatalog, nullptr, upper);
+    auto it = engine_->NewIterator(Cf::kCatalog, nullptr, storage::PrefixSuccessor(prefix));
     for (it->Seek(ToSlice(prefix)); it->Valid(); it->Next()) {
       CAIRN_RETURN_IF_ERROR(fn(absl::string_view(it->key().data(), it->key().size()),
                                absl::string_view(it->value().data(), it->value().size())));
     }
-    return it->status().ok() ? absl::OkStatus()
-                             : absl::DataLossError(it->status().ToString());
+    return it->status().ok() ? absl::OkStatus() : absl::DataLossError(it->status().ToString());
   };
   auto corrupt = [](absl::string_view what, absl::string_view key) {
-    return absl::DataLossError(absl::StrCat("catalog: unreadable ", what, " row at key '",
-                                            absl::CHexEscape(key), "'"));
+    return absl::DataLossError(
+        absl::StrCat("catalog: unreadable ", what, " row at key '", absl::CHexEscape(key), "'"));
   };
 
   // Databases.
-  CAIRN_RETURN_IF_ERROR(scan(storage::kDatabasePrefix, [&](absl::string_view key,
-                                                           absl::string_view value) {
-    v1::DatabaseRow row;
-    if (!row.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-      return corrupt("database", key);
-    }
-    auto d = std::make_shared<DatabaseDef>();
-    d->name = row.name();
-    d->created_time = row.created_time();
-    snap->databases[row.name()] = std::move(d);
-    return absl::OkStatus();
-  }));
+  CAIRN_RETURN_IF_ERROR(
+      scan(storage::kDatabasePrefix, [&](absl::string_view key, absl::string_view value) {
+        v1::DatabaseRow row;
+        if (!row.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+          return corrupt("database", key);
+        }
+        auto d = std::make_shared<DatabaseDef>();
+        d->name = row.name();
+        d->created_time = row.created_time();
+        snap->databases[row.name()] = std::move(d);
+        return absl::OkStatus();
+      }));
 
   // Drop markers.
   CAIRN_RETURN_IF_ERROR(scan(storage::kMarkerPrefix, [&](absl::string_view key,
@@ -221,31 +227,31 @@ absl::Status Catalog::Load() {
   std::vector<v1::TableRow> tombstoned;
   std::vector<v1::TableRow> live;
   uint64_t max_generation = 0;
-  CAIRN_RETURN_IF_ERROR(scan(storage::kTablePrefix, [&](absl::string_view key,
-                                                        absl::string_view value) {
-    v1::TableRow row;
-    if (!row.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-      return corrupt("table", key);
-    }
-    max_generation = std::max(max_generation, row.generation_id());
-    hlc->Observe(row.created_time());
-    (row.has_tombstone() ? tombstoned : live).push_back(std::move(row));
-    return absl::OkStatus();
-  }));
+  CAIRN_RETURN_IF_ERROR(
+      scan(storage::kTablePrefix, [&](absl::string_view key, absl::string_view value) {
+        v1::TableRow row;
+        if (!row.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+          return corrupt("table", key);
+        }
+        max_generation = std::max(max_generation, row.generation_id());
+        hlc->Observe(row.created_time());
+        (row.has_tombstone() ? tombstoned : live).push_back(std::move(row));
+        return absl::OkStatus();
+      }));
 
   next_generation_id_ = std::max(next_generation_id_, max_generation + 1);
   for (v1::TableRow& row : live) {
     std::vector<AttributeDef> attributes;
-    CAIRN_RETURN_IF_ERROR(scan(storage::AttributePrefix(row.generation_id()),
-                               [&](absl::string_view key, absl::string_view value) {
-                                 v1::AttributeRow a;
-                                 if (!a.ParseFromArray(value.data(),
-                                                       static_cast<int>(value.size()))) {
-                                   return corrupt("attribute", key);
-                                 }
-                                 attributes.push_back(FromRow(a));
-                                 return absl::OkStatus();
-                               }));
+    CAIRN_RETURN_IF_ERROR(
+        scan(storage::AttributePrefix(row.generation_id()),
+             [&](absl::string_view key, absl::string_view value) {
+               v1::AttributeRow a;
+               if (!a.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+                 return corrupt("attribute", key);
+               }
+               attributes.push_back(FromRow(a));
+               return absl::OkStatus();
+             }));
     // Creation order, as before the restart: the primary key (id 0) first.
     std::sort(attributes.begin(), attributes.end(),
               [](const AttributeDef& a, const AttributeDef& b) { return a.id < b.id; });
@@ -284,14 +290,15 @@ absl::Status Catalog::Load() {
   // C10: every tombstone was written by an earlier incarnation (this one has written none),
   // so nothing of that process can still be writing: finish step 3.
   for (const v1::TableRow& row : tombstoned) {
-    spdlog::info("[{}] completing the interrupted drop of {} (generation {})",
-                 options_.node_name, Qualified(row.database(), row.name()), row.generation_id());
+    spdlog::info("[{}] completing the interrupted drop of {} (generation {})", options_.node_name,
+                 Qualified(row.database(), row.name()), row.generation_id());
     CAIRN_RETURN_IF_ERROR(FinishDropLocked(row, row.tombstone()));
   }
 
   rocksdb::WriteBatch batch;
-  batch.Put(engine_->cf(Cf::kMeta), ToSlice(storage::kIncarnationKey),
-            ToSlice(BigEndian(options_.incarnation)))
+  batch
+      .Put(engine_->cf(Cf::kMeta), ToSlice(storage::kIncarnationKey),
+           ToSlice(BigEndian(options_.incarnation)))
       .PermitUncheckedError();
   return engine_->Write(&batch);
 }
@@ -378,8 +385,7 @@ absl::StatusOr<TableRef> Catalog::CreateTable(const TableSpec& spec) {
   WriteLock lock(this);
   if (current_->FindTable(spec.database, spec.table).ok()) {
     return Error(ErrorCode::kTableExists,
-                 absl::StrCat("table '", Qualified(spec.database, spec.table),
-                              "' already exists"));
+                 absl::StrCat("table '", Qualified(spec.database, spec.table), "' already exists"));
   }
   // C3: a local generation is newer than every drop of its name this node knows, including
   // drops still completing (their time is in current_->markers).
@@ -400,26 +406,30 @@ absl::StatusOr<TableRef> Catalog::CreateGenerationLocked(v1::TableRow row,
   mu_.AssertHeld();
   const uint64_t generation = next_generation_id_;
   uint32_t next_attribute_id = 1;
-  for (const AttributeDef& a : attributes) next_attribute_id = std::max(next_attribute_id, a.id + 1);
+  for (const AttributeDef& a : attributes)
+    next_attribute_id = std::max(next_attribute_id, a.id + 1);
   row.set_generation_id(generation);
   row.set_next_attribute_id(next_attribute_id);
 
   // C1, C2: the whole definition is one batch; nothing outside the generation's own keys.
   rocksdb::WriteBatch batch;
   const bool new_database = current_->FindDatabase(row.database()) == nullptr;
+  Hlc db_created_time = 0;
   if (new_database) {
     v1::DatabaseRow db_row;
     db_row.set_name(row.database());
-    db_row.set_created_time(options_.hlc->Now());
+    db_created_time = options_.hlc->Now();
+    db_row.set_created_time(db_created_time);
     PutProto(engine_, &batch, Cf::kCatalog, storage::DatabaseKey(row.database()), db_row);
   }
-  PutProto(engine_, &batch, Cf::kCatalog,
-           storage::TableKey(row.database(), row.name(), generation), row);
+  PutProto(engine_, &batch, Cf::kCatalog, storage::TableKey(row.database(), row.name(), generation),
+           row);
   for (const AttributeDef& a : attributes) {
     PutProto(engine_, &batch, Cf::kCatalog, storage::AttributeKey(generation, a.name), ToRow(a));
   }
-  batch.Put(engine_->cf(Cf::kMeta), ToSlice(storage::kNextGenerationKey),
-            ToSlice(BigEndian(generation + 1)))
+  batch
+      .Put(engine_->cf(Cf::kMeta), ToSlice(storage::kNextGenerationKey),
+           ToSlice(BigEndian(generation + 1)))
       .PermitUncheckedError();
 
   CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kCreateBeforeCommit));
@@ -433,6 +443,7 @@ absl::StatusOr<TableRef> Catalog::CreateGenerationLocked(v1::TableRow row,
   if (new_database) {
     auto d = std::make_shared<DatabaseDef>();
     d->name = row.database();
+    d->created_time = db_created_time;
     next->databases[row.database()] = std::move(d);
   }
   const uint64_t version = current_->version + 1;
@@ -442,8 +453,8 @@ absl::StatusOr<TableRef> Catalog::CreateGenerationLocked(v1::TableRow row,
     state->set_schema_version(version);
   }
   const std::string db = row.database(), table = row.name();
-  auto def = std::make_shared<TableDef>(std::move(row), std::move(attributes), std::move(state),
-                                        version);
+  auto def =
+      std::make_shared<TableDef>(std::move(row), std::move(attributes), std::move(state), version);
   PutTable(next.get(), db, table, def);
   PublishLocked(std::move(next));
   return TableRef(def);
@@ -477,20 +488,26 @@ absl::StatusOr<TableRef> Catalog::AddAttributesLocked(const TableRef& live,
   if (!added) return live;
   v1::TableRow row = live->row();
   row.set_next_attribute_id(next_id);
-  PutProto(engine_, &batch, Cf::kCatalog,
-           storage::TableKey(row.database(), row.name(), generation), row);
-  CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
+  PutProto(engine_, &batch, Cf::kCatalog, storage::TableKey(row.database(), row.name(), generation),
+           row);
+  return ReplaceDefinitionLocked(live, std::move(row), std::move(attributes), &batch, nullptr);
+}
 
+absl::StatusOr<TableRef> Catalog::ReplaceDefinitionLocked(
+    const TableRef& live, v1::TableRow row, std::vector<AttributeDef> attributes,
+    rocksdb::WriteBatch* batch, const std::function<void(CatalogSnapshot*)>& also) {
+  mu_.AssertHeld();
+  // GenerationState invariant (1): from before the write until the new definition is
+  // published, no writer validated against `live` can commit.
+  absl::MutexLock schema_lock(&live->state()->schema_mu());
+  CAIRN_RETURN_IF_ERROR(engine_->Write(batch));
   const uint64_t version = current_->version + 1;
-  {
-    // Invariant (1) of GenerationState: wait out writers validated against `live`.
-    absl::MutexLock schema_lock(&live->state()->schema_mu());
-    live->state()->set_schema_version(version);
-  }
-  auto def = std::make_shared<TableDef>(std::move(row), std::move(attributes),
-                                        live->shared_state(), version);
+  live->state()->set_schema_version(version);
+  auto def = std::make_shared<TableDef>(std::move(row), std::move(attributes), live->shared_state(),
+                                        version);
   auto next = CopyLocked();
   PutTable(next.get(), def->database(), def->name(), def);
+  if (also) also(next.get());
   PublishLocked(std::move(next));
   return TableRef(def);
 }
@@ -501,9 +518,8 @@ absl::StatusOr<TableRef> Catalog::CreateAttribute(absl::string_view db, absl::st
   WriteLock lock(this);
   CAIRN_ASSIGN_OR_RETURN(TableRef live, current_->FindTable(db, table));
   if (live->FindAttribute(spec.name) != nullptr) {
-    return Error(ErrorCode::kAttributeExists,
-                 absl::StrCat("attribute '", Qualified(db, table), ".", spec.name,
-                              "' already exists"));
+    return Error(ErrorCode::kAttributeExists, absl::StrCat("attribute '", Qualified(db, table), ".",
+                                                           spec.name, "' already exists"));
   }
   return AddAttributesLocked(live, {spec}, v1::LOCAL);
 }
@@ -527,14 +543,12 @@ absl::StatusOr<TableRef> Catalog::RemoveAttribute(absl::string_view db, absl::st
   CAIRN_ASSIGN_OR_RETURN(TableRef live, current_->FindTable(db, table));
   const AttributeDef* a = live->FindAttribute(attribute);
   if (a == nullptr) {
-    return Error(ErrorCode::kUnknownAttribute,
-                 absl::StrCat("attribute '", Qualified(db, table), ".", attribute,
-                              "' does not exist"));
+    return Error(ErrorCode::kUnknownAttribute, absl::StrCat("attribute '", Qualified(db, table),
+                                                            ".", attribute, "' does not exist"));
   }
   if (a->is_primary_key) {
-    return Error(ErrorCode::kBadRequest,
-                 absl::StrCat("cannot drop the primary key '", attribute, "' of ",
-                              Qualified(db, table)));
+    return Error(ErrorCode::kBadRequest, absl::StrCat("cannot drop the primary key '", attribute,
+                                                      "' of ", Qualified(db, table)));
   }
   const uint64_t generation = live->generation_id();
   rocksdb::WriteBatch batch;
@@ -545,23 +559,14 @@ absl::StatusOr<TableRef> Catalog::RemoveAttribute(absl::string_view db, absl::st
   const std::string end = storage::IndexAttributePrefix(generation, a->id + 1);
   batch.DeleteRange(engine_->cf(Cf::kIndexes), ToSlice(begin), ToSlice(end))
       .PermitUncheckedError();
-  CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
-
+  // Until RecordStore has stripped the values, a restart resumes the strip (PendingStrips).
+  batch.Put(engine_->cf(Cf::kMeta), ToSlice(storage::StripKey(generation, attribute)), "")
+      .PermitUncheckedError();
   std::vector<AttributeDef> attributes;
   for (const AttributeDef& x : live->attributes()) {
     if (x.name != attribute) attributes.push_back(x);
   }
-  const uint64_t version = current_->version + 1;
-  {
-    absl::MutexLock schema_lock(&live->state()->schema_mu());
-    live->state()->set_schema_version(version);
-  }
-  auto def = std::make_shared<TableDef>(live->row(), std::move(attributes), live->shared_state(),
-                                        version);
-  auto next = CopyLocked();
-  PutTable(next.get(), db, table, def);
-  PublishLocked(std::move(next));
-  return TableRef(def);
+  return ReplaceDefinitionLocked(live, live->row(), std::move(attributes), &batch, nullptr);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -619,13 +624,14 @@ absl::Status Catalog::DrainAndFinish(const std::vector<uint64_t>& generations) {
     absl::Status drained =
         pending.def->state()->gate().Close(absl::Now() + options_.drop_drain_timeout);
     if (!drained.ok()) {
-      spdlog::warn("[{}] drop of {} did not drain: {}; the table stays unavailable until a "
-                   "retry of the drop completes it",
-                   options_.node_name, pending.def->QualifiedName(), drained.ToString());
+      spdlog::warn(
+          "[{}] drop of {} did not drain: {}; the table stays unavailable until a "
+          "retry of the drop completes it",
+          options_.node_name, pending.def->QualifiedName(), drained.ToString());
       return Error(ErrorCode::kTableDropping,
                    absl::StrCat("drop of '", pending.def->QualifiedName(),
-                                "' timed out waiting for in-flight operations (",
-                                drained.message(), "); retry the drop to complete it"));
+                                "' timed out waiting for in-flight operations (", drained.message(),
+                                "); retry the drop to complete it"));
     }
     CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kDropAfterDrain));
     WriteLock lock(this);
@@ -657,10 +663,15 @@ absl::Status Catalog::FinishDropLocked(const v1::TableRow& row, const v1::Tombst
   batch.DeleteRange(engine_->cf(Cf::kIndexes), ToSlice(begin), ToSlice(end)).PermitUncheckedError();
   batch.DeleteRange(engine_->cf(Cf::kCatalog), ToSlice(attrs_begin), ToSlice(attrs_end))
       .PermitUncheckedError();
-  batch.Delete(engine_->cf(Cf::kCatalog),
-               ToSlice(storage::TableKey(row.database(), row.name(), generation)))
+  batch
+      .Delete(engine_->cf(Cf::kCatalog),
+              ToSlice(storage::TableKey(row.database(), row.name(), generation)))
       .PermitUncheckedError();
   batch.Delete(engine_->cf(Cf::kMeta), ToSlice(storage::CountKey(generation)))
+      .PermitUncheckedError();
+  const std::string strips = storage::StripKey(generation, "");
+  const std::string strips_end = storage::StripKey(generation + 1, "");
+  batch.DeleteRange(engine_->cf(Cf::kMeta), ToSlice(strips), ToSlice(strips_end))
       .PermitUncheckedError();
   if (tombstone.timed()) {
     // The marker only moves forward.
@@ -718,7 +729,8 @@ absl::StatusOr<DropResult> Catalog::DropDatabase(absl::string_view db, bool time
     WriteLock lock(this);
     const DatabaseDef* d = current_->FindDatabase(db);
     if (d == nullptr) {
-      return Error(ErrorCode::kDatabaseNotFound, absl::StrCat("database '", db, "' does not exist"));
+      return Error(ErrorCode::kDatabaseNotFound,
+                   absl::StrCat("database '", db, "' does not exist"));
     }
     for (const auto& [name, def] : d->tables) tables.push_back(name);
   }
@@ -779,8 +791,24 @@ absl::StatusOr<PeerDropResult> Catalog::ApplyPeerDrop(absl::string_view db, absl
         !IsDeadGeneration((*live)->created_time(), dropped_time)) {
       // Absent, node-local (C11) or newer: kept. The marker is recorded either way so it
       // reaches nodes that still hold older copies.
+      if (live.ok() && (*live)->replicate() && dropped_time > current_->MarkerFor(db, table)) {
+        // A kept replicating generation: the marker is published with a new definition, so
+        // a peer apply that checked row generations against the old marker re-checks them
+        // (GenerationState (1)); the caller's purge then sees every row it must remove.
+        rocksdb::WriteBatch batch;
+        v1::DropMarker marker;
+        marker.set_dropped_time(dropped_time);
+        PutProto(engine_, &batch, Cf::kCatalog, storage::MarkerKey(db, table), marker);
+        const std::pair<std::string, std::string> id = MarkerId(db, table);
+        CAIRN_RETURN_IF_ERROR(ReplaceDefinitionLocked(
+                                  *live, (*live)->row(), (*live)->attributes(), &batch,
+                                  [&](CatalogSnapshot* next) { next->markers[id] = dropped_time; })
+                                  .status());
+        return PeerDropResult::kKept;
+      }
       auto next = CopyLocked();
-      CAIRN_ASSIGN_OR_RETURN(bool recorded, RecordMarkerLocked(db, table, dropped_time, next.get()));
+      CAIRN_ASSIGN_OR_RETURN(bool recorded,
+                             RecordMarkerLocked(db, table, dropped_time, next.get()));
       if (recorded) PublishLocked(std::move(next));
       return live.ok() ? PeerDropResult::kKept : PeerDropResult::kAbsent;
     }
@@ -829,10 +857,11 @@ void Catalog::LogDiscardOnceLocked(const TableRef& def, absl::string_view attrib
   mu_.AssertHeld();
   std::string key = absl::StrCat(def->generation_id(), "/", attribute, "/", field);
   if (!logged_discards_.insert(std::move(key)).second) return;
-  spdlog::warn("[{}] ignoring a peer's redefinition of {}.{} ({}: local {}, peer {}); the local "
-               "schema is authoritative (C4)",
-               options_.node_name, def->QualifiedName(), std::string(attribute), std::string(field),
-               std::string(local), std::string(peer));
+  spdlog::warn(
+      "[{}] ignoring a peer's redefinition of {}.{} ({}: local {}, peer {}); the local "
+      "schema is authoritative (C4)",
+      options_.node_name, def->QualifiedName(), std::string(attribute), std::string(field),
+      std::string(local), std::string(peer));
 }
 
 absl::Status Catalog::ApplyPeerTable(const PeerTableDef& peer) {
@@ -844,24 +873,25 @@ absl::Status Catalog::ApplyPeerTable(const PeerTableDef& peer) {
                               " has no primary key"));
   }
   CAIRN_RETURN_IF_ERROR(ValidateAttributeName(peer.primary_key));
-  for (const AttributeSpec& a : peer.attributes) CAIRN_RETURN_IF_ERROR(ValidateAttributeName(a.name));
+  for (const AttributeSpec& a : peer.attributes)
+    CAIRN_RETURN_IF_ERROR(ValidateAttributeName(a.name));
   options_.hlc->Observe(peer.created_time);
 
   WriteLock lock(this);
   // C6, under the same lock as the create it guards.
   const Hlc marker = current_->MarkerFor(peer.database, peer.table);
   if (IsDeadGeneration(peer.created_time, marker)) {
-    if (logged_discards_.insert(absl::StrCat("dead/", peer.database, "/", peer.table, "/",
-                                             peer.created_time))
+    if (logged_discards_
+            .insert(absl::StrCat("dead/", peer.database, "/", peer.table, "/", peer.created_time))
             .second) {
       spdlog::warn("[{}] refusing a peer definition of {} created at {}: dropped at {} (C6)",
                    options_.node_name, Qualified(peer.database, peer.table), peer.created_time,
                    marker);
     }
-    return Error(ErrorCode::kTableGenerationDropped,
-                 absl::StrCat("table '", Qualified(peer.database, peer.table),
-                              "' generation created at ", peer.created_time,
-                              " was dropped at ", marker));
+    return Error(
+        ErrorCode::kTableGenerationDropped,
+        absl::StrCat("table '", Qualified(peer.database, peer.table), "' generation created at ",
+                     peer.created_time, " was dropped at ", marker));
   }
   auto live = current_->FindTable(peer.database, peer.table);
   if (!live.ok()) {

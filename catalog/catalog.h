@@ -32,10 +32,10 @@ namespace cairn::catalog {
 
 struct CatalogOptions {
   std::string node_name;
-  HybridClock* hlc = nullptr;            // required
-  FaultRegistry* faults = nullptr;       // optional
+  HybridClock* hlc = nullptr;                             // required
+  FaultRegistry* faults = nullptr;                        // optional
   absl::Duration drop_drain_timeout = absl::Seconds(10);  // C9 step 2 budget
-  uint64_t incarnation = 0;              // this process's id (C10); 0: a fresh random one
+  uint64_t incarnation = 0;  // this process's id (C10); 0: a fresh random one
 };
 
 struct AttributeSpec {
@@ -68,8 +68,8 @@ enum class PeerDropResult { kDropped, kKept, kAbsent };
 absl::string_view PeerDropResultName(PeerDropResult r);  // "dropped" | "kept" | "absent" (R10)
 
 struct DropResult {
-  bool timed = false;     // a marker was (or will be) recorded
-  Hlc dropped_time = 0;   // when timed
+  bool timed = false;    // a marker was (or will be) recorded
+  Hlc dropped_time = 0;  // when timed
 };
 
 class Catalog {
@@ -92,8 +92,9 @@ class Catalog {
   absl::StatusOr<TableRef> CreateTable(const TableSpec& spec) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<TableRef> CreateAttribute(absl::string_view db, absl::string_view table,
                                            const AttributeSpec& spec) ABSL_LOCKS_EXCLUDED(mu_);
-  // Removes the attribute from the definition and its index. The values in stored records
-  // are stripped by RecordStore::DropAttribute, which calls this first.
+  // Removes the attribute from the definition and its index, and records a pending strip of
+  // its values (storage::StripKey). RecordStore::DropAttribute calls this, strips the values
+  // and clears the pending strip; RecordStore::ResumePendingStrips finishes one after a crash.
   absl::StatusOr<TableRef> RemoveAttribute(absl::string_view db, absl::string_view table,
                                            absl::string_view attribute) ABSL_LOCKS_EXCLUDED(mu_);
   // Adds attributes that `def`'s generation lacks (D2 dynamic attributes, peer records).
@@ -156,6 +157,12 @@ class Catalog {
   absl::StatusOr<TableRef> AddAttributesLocked(const TableRef& live,
                                                const std::vector<AttributeSpec>& specs,
                                                Origin origin) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Commits `batch` and publishes a new definition of `live`'s generation (bumping its schema
+  // version under an exclusive schema_mu, GenerationState (1)); `also` edits the snapshot.
+  absl::StatusOr<TableRef> ReplaceDefinitionLocked(
+      const TableRef& live, v1::TableRow row, std::vector<AttributeDef> attributes,
+      rocksdb::WriteBatch* batch, const std::function<void(CatalogSnapshot*)>& also)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // C9 step 1: tombstone + publish without the table. `marker_time` > 0 also records a
   // (peer's) marker in the same batch.
   absl::Status TombstoneLocked(const TableRef& def, bool timed, Hlc dropped_time)

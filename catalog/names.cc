@@ -25,8 +25,8 @@ std::string Quote(absl::string_view name) {
 
 absl::Status ValidateIdentifier(absl::string_view kind, absl::string_view name) {
   auto bad = [&](absl::string_view why) {
-    return Error(ErrorCode::kInvalidName, absl::StrCat("invalid ", kind, " name ", Quote(name),
-                                                       ": ", why));
+    return Error(ErrorCode::kInvalidName,
+                 absl::StrCat("invalid ", kind, " name ", Quote(name), ": ", why));
   };
   if (name.empty() || name.size() > 64) return bad("must be 1-64 characters");
   if (name[0] == '_') return bad("must not start with '_' (reserved for system use)");
@@ -45,10 +45,17 @@ size_t Utf8Length(absl::string_view s, size_t i) {
   size_t n;
   uint32_t min;
   if (c < 0x80) return 1;
-  if ((c & 0xE0) == 0xC0) { n = 2; min = 0x80; }
-  else if ((c & 0xF0) == 0xE0) { n = 3; min = 0x800; }
-  else if ((c & 0xF8) == 0xF0) { n = 4; min = 0x10000; }
-  else return 0;
+  if ((c & 0xE0) == 0xC0) {
+    n = 2;
+    min = 0x80;
+  } else if ((c & 0xF0) == 0xE0) {
+    n = 3;
+    min = 0x800;
+  } else if ((c & 0xF8) == 0xF0) {
+    n = 4;
+    min = 0x10000;
+  } else
+    return 0;
   if (i + n > s.size()) return 0;
   uint32_t cp = c & (0xFF >> (n + 1));
   for (size_t k = 1; k < n; ++k) {

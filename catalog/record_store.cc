@@ -9,6 +9,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "catalog/names.h"
 #include "catalog/internal/record_codec.h"
 #include "common/fault_points.h"
 #include "common/status.h"
@@ -30,13 +32,13 @@ constexpr size_t kChunk = 256;  // keys per batch of a maintenance scan
 
 rocksdb::Slice ToSlice(absl::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
 
-std::string Dump(const json& j) {
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
+// A stored or received record body. Anything but a JSON object reads as an empty object, so
+// no later merge or erase can throw on it.
 json ParseStored(const std::string& text) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  return j.is_discarded() ? json::object() : j;
+  return j.is_object() ? j : json::object();
 }
 
 // (version, origin) ordering of SPEC D5.
@@ -49,13 +51,13 @@ int CompareVersions(Hlc va, absl::string_view oa, Hlc vb, absl::string_view ob) 
 // will leave.
 struct Slot {
   const TableDef* def = nullptr;
-  std::string key;         // record key
+  std::string key;  // record key
   std::string encoded_pk;
   // Stored before the batch.
-  bool stored = false;     // a row (live or tombstone) exists
+  bool stored = false;  // a row (live or tombstone) exists
   StoredRecord original;
   bool original_live = false;
-  json original_json;      // parsed only when live
+  json original_json;  // parsed only when live
   // After the batch so far. next_json points at next_owned, or at a request's own record
   // when the write needs no merge (no copy on the common insert path).
   bool changed = false;
@@ -130,8 +132,7 @@ absl::Status LoadSlots(storage::Engine* engine, std::vector<Slot>* slots,
 
 // Adds the changed slots to `batch`: record rows, index differences, record counts, and one
 // change-log entry each (D3, D4). Returns the log entries in slot order.
-std::vector<ChangeEntry> EmitSlots(storage::Engine* engine,
-                                   const std::vector<Slot>& slots,
+std::vector<ChangeEntry> EmitSlots(storage::Engine* engine, const std::vector<Slot>& slots,
                                    rocksdb::WriteBatch* batch) {
   std::vector<ChangeEntry> entries;
   absl::btree_map<uint64_t, int64_t> count_deltas;
@@ -147,7 +148,8 @@ std::vector<ChangeEntry> EmitSlots(storage::Engine* engine,
     std::set_difference(after.begin(), after.end(), before.begin(), before.end(),
                         std::back_inserter(added));
     // why ignored (all Put/Delete below): WriteBatch fails only beyond 4 GiB.
-    for (const auto& k : gone) batch->Delete(engine->cf(Cf::kIndexes), ToSlice(k)).PermitUncheckedError();
+    for (const auto& k : gone)
+      batch->Delete(engine->cf(Cf::kIndexes), ToSlice(k)).PermitUncheckedError();
     for (const auto& k : added) {
       batch->Put(engine->cf(Cf::kIndexes), ToSlice(k), rocksdb::Slice()).PermitUncheckedError();
     }
@@ -167,8 +169,9 @@ std::vector<ChangeEntry> EmitSlots(storage::Engine* engine,
     entries.push_back(std::move(e));
   }
   for (const auto& [generation, delta] : count_deltas) {
-    batch->Merge(engine->cf(Cf::kMeta), ToSlice(storage::CountKey(generation)),
-                 storage::EncodeCountDelta(delta))
+    batch
+        ->Merge(engine->cf(Cf::kMeta), ToSlice(storage::CountKey(generation)),
+                storage::EncodeCountDelta(delta))
         .PermitUncheckedError();
   }
   return entries;
@@ -206,6 +209,11 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
     const json& r = records[i];
     if (!r.is_object()) {
       return Error(ErrorCode::kBadRequest, absl::StrCat("records[", i, "] is not an object"));
+    }
+    if (internal::NestedDeeperThan(r, internal::kMaxRecordDepth)) {
+      return Error(ErrorCode::kBadRequest,
+                   absl::StrCat("records[", i, "] nests deeper than ", internal::kMaxRecordDepth,
+                                " levels"));
     }
     Input in;
     in.record = &r;
@@ -251,7 +259,16 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
     }
     if (!added.empty()) {
       CAIRN_ASSIGN_OR_RETURN(def, catalog_->EnsureAttributes(def, added, v1::LOCAL));
-      for (const auto& a : added) result.new_attributes.push_back(a.name);
+      for (const auto& a : added) {
+        if (def->FindAttribute(a.name) != nullptr &&
+            std::find(result.new_attributes.begin(), result.new_attributes.end(), a.name) ==
+                result.new_attributes.end()) {
+          result.new_attributes.push_back(a.name);
+        }
+      }
+      // Validate again against what the catalog now holds: a concurrent create_attribute may
+      // have given one of these names a type.
+      continue;
     }
 
     // 3. Lock the keys and check that `def` is still the definition (GenerationState (1)).
@@ -282,7 +299,12 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
 
     // 4. Read what is stored and decide per record, in request order.
     CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &slots));
-    const Hlc version = options_.hlc->Now();  // after the read: newer than anything stored
+    // D5: the new version must beat what is stored, even a row from a peer with a faster
+    // clock that this process has not heard of since it started.
+    for (const Slot& s : slots) {
+      if (s.stored) options_.hlc->Observe(s.original.version());
+    }
+    const Hlc version = options_.hlc->Now();
     const int64_t now_ms = static_cast<int64_t>(HybridClock::PhysicalMs(version));
     for (size_t i = 0; i < inputs.size(); ++i) {
       Slot& s = slots[slot_index[i]];
@@ -296,7 +318,14 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
       if (!merge && def->schema_defined()) {
         s.next_json = &given;  // the record as given is the new row
       } else {
-        json next = merge ? s.current_json() : json::object();
+        json next = json::object();
+        if (merge) {
+          // Keep only what is still an attribute: a value of a dropped attribute that the
+          // strip has not reached yet must not be written back.
+          for (const auto& [name, value] : s.current_json().items()) {
+            if (def->FindAttribute(name) != nullptr) next[name] = value;
+          }
+        }
         for (const auto& [name, value] : given.items()) next[name] = value;
         if (!def->schema_defined()) {
           const json& cur = s.current_json();
@@ -365,6 +394,9 @@ absl::StatusOr<WriteResult> RecordStore::Delete(absl::string_view db, absl::stri
   // schema lock still orders it against drop_attribute's reconcile.
   absl::ReaderMutexLock schema(&def->state()->schema_mu());
   CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &slots));
+  for (const Slot& s : slots) {
+    if (s.stored) options_.hlc->Observe(s.original.version());  // D5, as in Write
+  }
   const Hlc version = options_.hlc->Now();
   WriteResult result;
   result.version = version;
@@ -464,9 +496,8 @@ absl::Status IteratorStatus(const rocksdb::Iterator& it) { return storage::FromR
 
 }  // namespace
 
-absl::Status RecordStore::SearchById(absl::string_view db, absl::string_view table,
-                                     const json& ids, const SearchOptions& options,
-                                     const Visitor& visit) {
+absl::Status RecordStore::SearchById(absl::string_view db, absl::string_view table, const json& ids,
+                                     const SearchOptions& options, const Visitor& visit) {
   if (!ids.is_array()) return Error(ErrorCode::kBadRequest, "'ids' must be an array");
   CAIRN_ASSIGN_OR_RETURN(TableRef def, Resolve(db, table));
   std::vector<std::string> fields;
@@ -488,8 +519,8 @@ absl::Status RecordStore::SearchById(absl::string_view db, absl::string_view tab
     CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &slots, snapshot.get()));
     for (Slot& s : slots) {
       if (!s.stored) continue;
-      CAIRN_ASSIGN_OR_RETURN(bool more, emit.Row(s.original, s.original_live ? &s.original_json
-                                                                              : nullptr));
+      CAIRN_ASSIGN_OR_RETURN(bool more,
+                             emit.Row(s.original, s.original_live ? &s.original_json : nullptr));
       if (!more) return absl::OkStatus();
     }
   }
@@ -597,9 +628,9 @@ absl::Status RecordStore::SearchByValue(absl::string_view db, absl::string_view 
     slots[0].key = storage::RecordKey(def->generation_id(), rest);
     CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &slots, snapshot.get()));
     if (!slots[0].stored) continue;
-    CAIRN_ASSIGN_OR_RETURN(bool more,
-                           emit.Row(slots[0].original,
-                                    slots[0].original_live ? &slots[0].original_json : nullptr));
+    CAIRN_ASSIGN_OR_RETURN(
+        bool more,
+        emit.Row(slots[0].original, slots[0].original_live ? &slots[0].original_json : nullptr));
     if (!more) return absl::OkStatus();
   }
   return IteratorStatus(*it);
@@ -623,9 +654,50 @@ absl::StatusOr<uint64_t> RecordStore::RecordCount(absl::string_view db, absl::st
 absl::Status RecordStore::DropAttribute(absl::string_view db, absl::string_view table,
                                         absl::string_view attribute) {
   CAIRN_ASSIGN_OR_RETURN(TableRef def, catalog_->RemoveAttribute(db, table, attribute));
+  CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kStripAfterCatalog));
+  return StripAttribute(def, attribute);
+}
+
+absl::Status RecordStore::ResumePendingStrips() {
+  std::vector<std::pair<uint64_t, std::string>> pending;
+  {
+    const std::string prefix(storage::kStripPrefix);
+    auto it = engine_->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(prefix));
+    for (it->Seek(ToSlice(prefix)); it->Valid(); it->Next()) {
+      absl::string_view key(it->key().data(), it->key().size());
+      if (key.size() < prefix.size() + 8) continue;
+      key.remove_prefix(prefix.size());
+      pending.emplace_back(storage::GetBigEndian64(key), std::string(key.substr(8)));
+    }
+    CAIRN_RETURN_IF_ERROR(IteratorStatus(*it));
+  }
+  SnapshotRef snap = catalog_->Snapshot();
+  for (const auto& [generation, attribute] : pending) {
+    TableRef def;
+    for (const auto& [db_name, d] : snap->databases) {
+      for (const auto& [name, t] : d->tables) {
+        if (t->generation_id() == generation) def = t;
+      }
+    }
+    if (def == nullptr) {
+      // The generation was dropped: its drop removed the values already.
+      rocksdb::WriteBatch batch;
+      batch.Delete(engine_->cf(Cf::kMeta), storage::StripKey(generation, attribute))
+          .PermitUncheckedError();
+      CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
+      continue;
+    }
+    spdlog::info("[{}] resuming the strip of dropped attribute {}.{}", options_.node_name,
+                 def->QualifiedName(), attribute);
+    CAIRN_RETURN_IF_ERROR(StripAttribute(def, attribute));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RecordStore::StripAttribute(const TableRef& def, absl::string_view attribute) {
   CAIRN_ASSIGN_OR_RETURN(Gate::Token token, def->state()->Admit(def->QualifiedName()));
-  // Every write validated against the old definition has committed (GenerationState (1)), so
-  // this scan sees every value the attribute had.
+  // Every write validated against a definition that still had the attribute has committed
+  // (GenerationState (1)), so this scan sees every value the attribute had.
   const std::string name(attribute);
   const std::string begin = storage::GenerationPrefix(def->generation_id());
   const std::string end = storage::GenerationPrefix(def->generation_id() + 1);
@@ -673,7 +745,11 @@ absl::Status RecordStore::DropAttribute(absl::string_view db, absl::string_view 
     }
     CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
   }
-  return IteratorStatus(*it);
+  CAIRN_RETURN_IF_ERROR(IteratorStatus(*it));
+  rocksdb::WriteBatch done;
+  done.Delete(engine_->cf(Cf::kMeta), storage::StripKey(def->generation_id(), name))
+      .PermitUncheckedError();
+  return engine_->Write(&done);
 }
 
 absl::StatusOr<uint64_t> RecordStore::PurgeRowsBefore(const TableRef& def, Hlc marker) {
@@ -720,8 +796,9 @@ absl::StatusOr<uint64_t> RecordStore::PurgeRowsBefore(const TableRef& def, Hlc m
       ++purged;
     }
     if (live_removed > 0) {
-      batch.Merge(engine_->cf(Cf::kMeta), ToSlice(storage::CountKey(def->generation_id())),
-                  storage::EncodeCountDelta(-live_removed))
+      batch
+          .Merge(engine_->cf(Cf::kMeta), ToSlice(storage::CountKey(def->generation_id())),
+                 storage::EncodeCountDelta(-live_removed))
           .PermitUncheckedError();
     }
     CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
@@ -754,54 +831,90 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
   for (int attempt = 0; attempt < kMaxSchemaRetries; ++attempt) {
     ApplyStats stats;
     SnapshotRef snap = catalog_->Snapshot();
-    // 1. Resolve each entry's table; skip what has no live replicating generation here or
-    //    belongs to a retired generation (C6, D7). Peer-only fields become attributes first.
+    // 1. Resolve each entry's table. Skip, with the cursor still advancing: entries of a
+    //    node-local table here (C11), of a retired generation (C6, D7), or malformed. An
+    //    entry whose table is not live here and not provably dead refuses the whole batch:
+    //    its schema has not arrived yet (or its drop is completing), and skipping it would
+    //    lose it for good. Peer-only fields become attributes first.
     struct Target {
       TableRef def;
       Gate::Token token;
     };
     // node_hash_map: target_of holds pointers into it across inserts.
     absl::node_hash_map<std::string, std::optional<Target>> targets;
+    absl::flat_hash_map<std::string, bool> node_local;
+    std::vector<std::string> unknown;
     std::vector<const Target*> target_of(entries.size(), nullptr);
     std::vector<json> parsed(entries.size());
     absl::flat_hash_map<std::string, std::vector<AttributeSpec>> missing;
     for (size_t i = 0; i < entries.size(); ++i) {
       const ChangeEntry& e = entries[i];
-      auto [it, inserted] = targets.try_emplace(e.table());
-      if (inserted) {
-        auto def = snap->FindTable(db, e.table());
-        if (def.ok() && (*def)->replicate()) {
-          auto token = (*def)->state()->Admit((*def)->QualifiedName());
-          if (token.ok()) it->second = Target{*def, std::move(*token)};
-        }
-      }
-      if (!it->second.has_value()) {
-        ++stats.no_table;
+      if (e.op() != storage::v1::PUT && e.op() != storage::v1::DELETE) {
+        ++stats.malformed;  // R1: what we do not understand is counted and ignored
         continue;
       }
       if (IsDeadGeneration(e.row_generation(), snap->MarkerFor(db, e.table()))) {
         ++stats.dead_generation;
         continue;
       }
-      options_.hlc->Observe(e.version());
+      auto [it, inserted] = targets.try_emplace(e.table());
+      if (inserted) {
+        auto def = snap->FindTable(db, e.table());
+        if (def.ok() && !(*def)->replicate()) {
+          node_local[e.table()] = true;
+        } else if (def.ok()) {
+          auto token = (*def)->state()->Admit((*def)->QualifiedName());
+          if (token.ok()) it->second = Target{*def, std::move(*token)};
+        }
+        if (!it->second.has_value() && node_local.count(e.table()) == 0) {
+          unknown.push_back(e.table());
+        }
+      }
+      if (!it->second.has_value()) {
+        if (node_local.count(e.table()) != 0) ++stats.node_local;
+        continue;
+      }
       if (e.op() == storage::v1::PUT) {
-        parsed[i] = ParseStored(e.json());
+        json body = json::parse(e.json(), nullptr, /*allow_exceptions=*/false);
+        bool ok = body.is_object() && !internal::NestedDeeperThan(body, internal::kMaxRecordDepth);
+        for (auto f = body.begin(); ok && f != body.end(); ++f) {
+          ok = ValidateAttributeName(f.key()).ok();
+        }
+        if (!ok) {
+          ++stats.malformed;
+          continue;
+        }
+        parsed[i] = std::move(body);
         for (const auto& field : parsed[i].items()) {
           const std::string& name = field.key();
           if (it->second->def->FindAttribute(name) == nullptr) {
             auto& m = missing[e.table()];
-            if (std::none_of(m.begin(), m.end(), [&](const AttributeSpec& a) { return a.name == name; })) {
+            if (std::none_of(m.begin(), m.end(),
+                             [&](const AttributeSpec& a) { return a.name == name; })) {
               m.push_back({name, v1::ANY, true});
             }
           }
         }
       }
+      options_.hlc->Observe(e.version());
       target_of[i] = &*it->second;
+    }
+    if (!unknown.empty()) {
+      return Error(ErrorCode::kTableNotFound,
+                   absl::StrCat("peer entries for ", absl::StrJoin(unknown, ", "), " in '", db,
+                                "', which has no live replicating table of that name here; "
+                                "apply the peer's schema, then retry"));
+    }
+    if (stats.malformed > 0) {
+      spdlog::warn("[{}] skipping {} malformed peer entr{} for '{}'", options_.node_name,
+                   stats.malformed, stats.malformed == 1 ? "y" : "ies", std::string(db));
     }
     for (auto& [table, specs] : missing) {
       Target& t = *targets[table];
       CAIRN_ASSIGN_OR_RETURN(t.def, catalog_->EnsureAttributes(t.def, specs, v1::CLUSTER));
     }
+
+    CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kApplyBeforeLock));
 
     // 2. Lock every key, then every generation's schema (shared, by generation id), and check
     //    that each definition is current.

@@ -27,8 +27,8 @@
 namespace cairn::catalog {
 
 struct RecordStoreOptions {
-  std::string node_name;             // origin of local writes (D4, D5)
-  HybridClock* hlc = nullptr;        // required
+  std::string node_name;       // origin of local writes (D4, D5)
+  HybridClock* hlc = nullptr;  // required
   FaultRegistry* faults = nullptr;
   size_t latch_stripes = 4096;
 };
@@ -38,8 +38,8 @@ enum class WriteMode { kInsert, kUpsert, kUpdate };
 struct WriteResult {
   nlohmann::json written = nlohmann::json::array();  // primary keys, original JSON types
   nlohmann::json skipped = nlohmann::json::array();
-  std::vector<std::string> new_attributes;           // added by this write (D2)
-  Hlc version = 0;                                   // of every record the write changed
+  std::vector<std::string> new_attributes;  // added by this write (D2)
+  Hlc version = 0;                          // of every record the write changed
 };
 
 struct SearchOptions {
@@ -51,10 +51,11 @@ struct SearchOptions {
 // What ApplyPeerEntries did, entry by entry (counts add up to the input size).
 struct ApplyStats {
   uint64_t applied = 0;
-  uint64_t duplicates = 0;      // same version and origin (D5 identity tie)
-  uint64_t older = 0;           // lost last-writer-wins
-  uint64_t dead_generation = 0; // row generation older than the name's drop marker (C6, D7)
-  uint64_t no_table = 0;        // no live replicating table of that name here
+  uint64_t duplicates = 0;       // same version and origin (D5 identity tie)
+  uint64_t older = 0;            // lost last-writer-wins
+  uint64_t dead_generation = 0;  // row generation older than the name's drop marker (C6, D7)
+  uint64_t node_local = 0;       // the name is a node-local table here (C11)
+  uint64_t malformed = 0;        // unknown op, a body that is not a JSON object, bad names
 };
 
 class RecordStore {
@@ -86,11 +87,15 @@ class RecordStore {
   // drop_attribute: the catalog change, then the values stripped from stored records.
   absl::Status DropAttribute(absl::string_view db, absl::string_view table,
                              absl::string_view attribute);
+  // Finishes every strip a crash interrupted. Call once after opening, before serving.
+  absl::Status ResumePendingStrips();
 
   // ---- Replication (peer) side.
   // Applies entries of one database from a peer under last-writer-wins (D5), logging each
   // applied entry for relay (R5, R8). `extra` adds to the same batch (the peer's cursor, R6),
-  // so the cursor advances even when every entry is skipped.
+  // so the cursor advances even when every entry is skipped (ApplyStats). TABLE_NOT_FOUND,
+  // with nothing written, when an entry names a table that is neither live here nor
+  // provably dead: the caller applies the peer's schema and retries the batch.
   absl::StatusOr<ApplyStats> ApplyPeerEntries(
       absl::string_view db, const std::vector<storage::v1::ChangeEntry>& entries,
       const std::function<void(rocksdb::WriteBatch*)>& extra);
@@ -102,6 +107,9 @@ class RecordStore {
   absl::StatusOr<uint64_t> PurgeRowsBefore(const TableRef& def, Hlc marker);
 
  private:
+  // Removes `attribute`'s values from every record of `def`'s generation, then clears its
+  // pending strip.
+  absl::Status StripAttribute(const TableRef& def, absl::string_view attribute);
   absl::StatusOr<TableRef> Resolve(absl::string_view db, absl::string_view table) const;
   // Re-reads `def`'s generation from the current snapshot after a schema change.
   absl::StatusOr<TableRef> Refresh(const TableRef& def) const;

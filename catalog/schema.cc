@@ -22,13 +22,20 @@ absl::StatusOr<AttributeType> ParseAttributeType(absl::string_view name) {
 
 absl::string_view AttributeTypeName(AttributeType type) {
   switch (type) {
-    case v1::ID: return "ID";
-    case v1::STRING: return "String";
-    case v1::INT: return "Int";
-    case v1::FLOAT: return "Float";
-    case v1::BOOLEAN: return "Boolean";
-    case v1::DATE: return "Date";
-    default: return "Any";
+    case v1::ID:
+      return "ID";
+    case v1::STRING:
+      return "String";
+    case v1::INT:
+      return "Int";
+    case v1::FLOAT:
+      return "Float";
+    case v1::BOOLEAN:
+      return "Boolean";
+    case v1::DATE:
+      return "Date";
+    default:
+      return "Any";
   }
 }
 
@@ -61,7 +68,7 @@ const AttributeDef* TableDef::FindAttribute(absl::string_view name) const {
 }
 
 absl::StatusOr<TableRef> CatalogSnapshot::FindTable(absl::string_view db,
-                                                     absl::string_view table) const {
+                                                    absl::string_view table) const {
   const DatabaseDef* d = FindDatabase(db);
   if (d == nullptr) {
     return Error(ErrorCode::kDatabaseNotFound, absl::StrCat("database '", db, "' does not exist"));

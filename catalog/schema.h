@@ -59,9 +59,7 @@ class GenerationState {
   // True once the drop has begun: long scans poll this and stop (SPEC C9 "cancel its scans").
   bool dropping() const { return gate_.closing(); }
 
-  uint64_t schema_version() const ABSL_SHARED_LOCKS_REQUIRED(schema_mu_) {
-    return schema_version_;
-  }
+  uint64_t schema_version() const ABSL_SHARED_LOCKS_REQUIRED(schema_mu_) { return schema_version_; }
   void set_schema_version(uint64_t v) ABSL_EXCLUSIVE_LOCKS_REQUIRED(schema_mu_) {
     schema_version_ = v;
   }
@@ -77,6 +75,9 @@ class TableDef {
  public:
   TableDef(v1::TableRow row, std::vector<AttributeDef> attributes,
            std::shared_ptr<GenerationState> state, uint64_t schema_version);
+  // indexed_ points into attributes_: not copyable.
+  TableDef(const TableDef&) = delete;
+  TableDef& operator=(const TableDef&) = delete;
 
   const std::string& database() const { return row_.database(); }
   const std::string& name() const { return row_.name(); }

@@ -14,7 +14,8 @@ Hlc HybridClock::Now() {
   Hlc last = last_.load(std::memory_order_acquire);
   Hlc next;
   do {
-    next = std::max(last + 1, floor);
+    // Saturates rather than wrapping: a clock pushed to the end of time stays there.
+    next = std::max(last == UINT64_MAX ? last : last + 1, floor);
   } while (!last_.compare_exchange_weak(last, next, std::memory_order_acq_rel,
                                         std::memory_order_acquire));
   return next;
@@ -22,9 +23,8 @@ Hlc HybridClock::Now() {
 
 void HybridClock::Observe(Hlc remote) {
   Hlc last = last_.load(std::memory_order_acquire);
-  while (remote > last &&
-         !last_.compare_exchange_weak(last, remote, std::memory_order_acq_rel,
-                                      std::memory_order_acquire)) {
+  while (remote > last && !last_.compare_exchange_weak(last, remote, std::memory_order_acq_rel,
+                                                       std::memory_order_acquire)) {
   }
 }
 

@@ -82,7 +82,7 @@ class FaultRegistry {
     FaultAction action;
     bool armed = false;
     int64_t hits = 0;
-    int blocked = 0;        // threads parked here now
+    int blocked = 0;             // threads parked here now
     uint64_t release_epoch = 0;  // bumped by Clear(); parked threads wait for a change
   };
 

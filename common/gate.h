@@ -59,7 +59,7 @@ class Gate {
   bool DrainedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; }
 
   mutable absl::Mutex mu_;
-  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;   // outstanding tokens, >= 0
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;     // outstanding tokens, >= 0
   bool closing_ ABSL_GUARDED_BY(mu_) = false;  // never goes back to false
   std::atomic<bool> closing_flag_{false};      // mirrors closing_ for lock-free polling
 };

@@ -18,23 +18,23 @@ namespace cairn {
 // Mirrors cairn.common.v1.ErrorCode (proto/cairn/common/v1/error.proto) value for value.
 enum class ErrorCode : int32_t {
   kUnspecified = 0,
-  kBadRequest = 1,              // INVALID_ARGUMENT      400
-  kInvalidName = 2,             // INVALID_ARGUMENT      400  SPEC C13
-  kUnknownAttribute = 3,        // INVALID_ARGUMENT      400  SPEC D2, D6
-  kTypeMismatch = 4,            // INVALID_ARGUMENT      400  SPEC D2, D3
-  kTableExists = 5,             // ALREADY_EXISTS        400  SPEC C3
-  kDatabaseExists = 6,          // ALREADY_EXISTS        400
-  kAttributeExists = 7,         // ALREADY_EXISTS        400
-  kUnauthorized = 8,            // UNAUTHENTICATED       401
-  kForbidden = 9,               // PERMISSION_DENIED     403
-  kDatabaseNotFound = 10,       // NOT_FOUND             404
-  kTableNotFound = 11,          // NOT_FOUND             404
-  kNodeNotFound = 12,           // NOT_FOUND             404
-  kTableGenerationDropped = 13, // ABORTED               409  SPEC C6
-  kBodyTooLarge = 14,           // RESOURCE_EXHAUSTED    413
-  kTableDropping = 15,          // UNAVAILABLE           503  SPEC C9
-  kShuttingDown = 16,           // UNAVAILABLE           503
-  kInternal = 17,               // INTERNAL              500
+  kBadRequest = 1,               // INVALID_ARGUMENT      400
+  kInvalidName = 2,              // INVALID_ARGUMENT      400  SPEC C13
+  kUnknownAttribute = 3,         // INVALID_ARGUMENT      400  SPEC D2, D6
+  kTypeMismatch = 4,             // INVALID_ARGUMENT      400  SPEC D2, D3
+  kTableExists = 5,              // ALREADY_EXISTS        400  SPEC C3
+  kDatabaseExists = 6,           // ALREADY_EXISTS        400
+  kAttributeExists = 7,          // ALREADY_EXISTS        400
+  kUnauthorized = 8,             // UNAUTHENTICATED       401
+  kForbidden = 9,                // PERMISSION_DENIED     403
+  kDatabaseNotFound = 10,        // NOT_FOUND             404
+  kTableNotFound = 11,           // NOT_FOUND             404
+  kNodeNotFound = 12,            // NOT_FOUND             404
+  kTableGenerationDropped = 13,  // ABORTED               409  SPEC C6
+  kBodyTooLarge = 14,            // RESOURCE_EXHAUSTED    413
+  kTableDropping = 15,           // UNAVAILABLE           503  SPEC C9
+  kShuttingDown = 16,            // UNAVAILABLE           503
+  kInternal = 17,                // INTERNAL              500
 };
 inline constexpr int kMaxErrorCode = 17;
 
@@ -75,10 +75,10 @@ class CheckFailure {
 }  // namespace cairn
 
 // Early return on error, in the style of Kudu's RETURN_NOT_OK.
-#define CAIRN_RETURN_IF_ERROR(expr)                 \
-  do {                                              \
-    ::absl::Status cairn_status_ = (expr);          \
-    if (!cairn_status_.ok()) return cairn_status_;  \
+#define CAIRN_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::absl::Status cairn_status_ = (expr);         \
+    if (!cairn_status_.ok()) return cairn_status_; \
   } while (0)
 
 #define CAIRN_STATUS_CONCAT_INNER_(a, b) a##b
@@ -93,7 +93,7 @@ class CheckFailure {
 
 // Always-on invariant check for states that would otherwise corrupt data (STYLE 2.2):
 //   CAIRN_CHECK(gate.drained()) << "range delete before drain";
-#define CAIRN_CHECK(cond)   \
-  if (cond) {               \
-  } else                    \
+#define CAIRN_CHECK(cond) \
+  if (cond) {             \
+  } else                  \
     ::cairn::internal::CheckFailure(__FILE__, __LINE__, #cond).stream()

@@ -39,6 +39,7 @@ absl::Status ChangeLog::Recover() {
   // Visit each database's run of keys once: jump to its last key, then past it.
   auto it = engine_->NewIterator(Cf::kChangeLog);
   absl::MutexLock lock(&mu_);
+  if (!dbs_.empty()) return absl::FailedPreconditionError("ChangeLog::Recover called twice");
   for (it->SeekToFirst(); it->Valid();) {
     absl::string_view key(it->key().data(), it->key().size());
     size_t nul = key.find('\0');
@@ -78,9 +79,7 @@ void ChangeLog::Append(rocksdb::WriteBatch* batch, absl::string_view db, uint64_
   batch->Put(engine_->cf(Cf::kChangeLog), LogKey(db, seq), value).PermitUncheckedError();
 }
 
-uint64_t ChangeLog::CommittedSeq(absl::string_view db) {
-  return GetOrCreate(db)->watermark();
-}
+uint64_t ChangeLog::CommittedSeq(absl::string_view db) { return GetOrCreate(db)->watermark(); }
 
 uint64_t ChangeLog::WaitForCommitted(absl::string_view db, uint64_t after, absl::Time deadline) {
   return GetOrCreate(db)->WaitBeyond(after, deadline);

@@ -82,9 +82,9 @@ class ChangeLog {
 
    private:
     mutable absl::Mutex mu_;
-    uint64_t next_ ABSL_GUARDED_BY(mu_);          // next seq to hand out
+    uint64_t next_ ABSL_GUARDED_BY(mu_);               // next seq to hand out
     std::set<uint64_t> pending_ ABSL_GUARDED_BY(mu_);  // first seq of unreleased runs
-    uint64_t watermark_ ABSL_GUARDED_BY(mu_);     // < every pending seq, <= next_ - 1
+    uint64_t watermark_ ABSL_GUARDED_BY(mu_);          // < every pending seq, <= next_ - 1
   };
 
  private:

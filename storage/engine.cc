@@ -104,8 +104,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& option
     rocksdb::ColumnFamilyOptions cf_options;
     cf_options.table_factory = table_factory;
     if (i == static_cast<int>(Cf::kMeta)) {
-      cf_options.merge_operator = std::shared_ptr<rocksdb::MergeOperator>(
-          count_op, [](rocksdb::MergeOperator*) {});
+      cf_options.merge_operator =
+          std::shared_ptr<rocksdb::MergeOperator>(count_op, [](rocksdb::MergeOperator*) {});
     }
     if (i == static_cast<int>(Cf::kRecords)) {
       // Owned by engine->purge_filter_, which outlives the DB.

@@ -36,7 +36,7 @@ struct EngineOptions {
   size_t write_buffer_bytes = 64 << 20;  // shared memtable budget (WriteBufferManager)
   // Delete tombstones older than this are purged by compaction (SPEC D5).
   absl::Duration tombstone_retention = absl::Hours(24 * 7);
-  Clock* clock = nullptr;                // wall clock for the purge; null: system clock
+  Clock* clock = nullptr;  // wall clock for the purge; null: system clock
 };
 
 // Invariants:
@@ -82,8 +82,7 @@ class Engine {
 // A read snapshot released on destruction.
 class ScopedSnapshot {
  public:
-  explicit ScopedSnapshot(Engine* engine)
-      : db_(engine->db()), snapshot_(db_->GetSnapshot()) {}
+  explicit ScopedSnapshot(Engine* engine) : db_(engine->db()), snapshot_(db_->GetSnapshot()) {}
   ~ScopedSnapshot() { db_->ReleaseSnapshot(snapshot_); }
   ScopedSnapshot(const ScopedSnapshot&) = delete;
   ScopedSnapshot& operator=(const ScopedSnapshot&) = delete;

@@ -34,6 +34,13 @@ uint32_t GetBigEndian32(absl::string_view in) {
   return v;
 }
 
+std::string PrefixSuccessor(absl::string_view prefix) {
+  std::string s(prefix);
+  while (!s.empty() && static_cast<uint8_t>(s.back()) == 0xFF) s.pop_back();
+  if (!s.empty()) s.back() = static_cast<char>(static_cast<uint8_t>(s.back()) + 1);
+  return s;
+}
+
 std::string DatabaseKey(absl::string_view db) { return absl::StrCat(kDatabasePrefix, db); }
 
 std::string TableKey(absl::string_view db, absl::string_view table, uint64_t generation) {
@@ -94,6 +101,13 @@ std::string LogKey(absl::string_view db, uint64_t seq) {
 std::string CountKey(uint64_t generation) {
   std::string k(kCountPrefix);
   PutBigEndian64(generation, &k);
+  return k;
+}
+
+std::string StripKey(uint64_t generation, absl::string_view attribute) {
+  std::string k(kStripPrefix);
+  PutBigEndian64(generation, &k);
+  k.append(attribute.data(), attribute.size());
   return k;
 }
 

@@ -10,6 +10,7 @@
 //   meta       meta/next_generation_id             BE64
 //              meta/incarnation                    BE64 (last process incarnation, informational)
 //              count/<generation BE64>             int64 little-endian, merged by addition
+//              strip/<generation BE64><attribute>  empty: a drop_attribute strip to finish
 //
 // Names never contain '/' or '\0' (SPEC C13), so the separators are unambiguous. Every record
 // and index key of a generation starts with its big-endian id, so a generation is one
@@ -27,6 +28,10 @@ void PutBigEndian64(uint64_t v, std::string* out);
 void PutBigEndian32(uint32_t v, std::string* out);
 uint64_t GetBigEndian64(absl::string_view in);  // requires in.size() >= 8
 uint32_t GetBigEndian32(absl::string_view in);  // requires in.size() >= 4
+
+// The smallest key greater than every key starting with `prefix` (its prefix successor): drop
+// trailing 0xFF bytes, then increment the last byte. Empty if `prefix` is all 0xFF (no bound).
+std::string PrefixSuccessor(absl::string_view prefix);
 
 // --- catalog family
 std::string DatabaseKey(absl::string_view db);
@@ -53,5 +58,8 @@ inline constexpr absl::string_view kNextGenerationKey = "meta/next_generation_id
 inline constexpr absl::string_view kIncarnationKey = "meta/incarnation";
 std::string CountKey(uint64_t generation);
 inline constexpr absl::string_view kCountPrefix = "count/";
+// "strip/<generation BE64><attribute>": values of a dropped attribute still to be stripped.
+std::string StripKey(uint64_t generation, absl::string_view attribute);
+inline constexpr absl::string_view kStripPrefix = "strip/";
 
 }  // namespace cairn::storage

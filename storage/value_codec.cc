@@ -86,9 +86,9 @@ absl::Status AppendScalar(const nlohmann::json& v, std::string* out) {
 }
 
 absl::Status AppendPrimaryKey(const nlohmann::json& v, std::string* out) {
-  const bool integral = v.is_number_integer() ||
-                        (v.is_number_float() && std::trunc(v.get<double>()) == v.get<double>() &&
-                         std::isfinite(v.get<double>()));
+  int64_t as_int = 0;
+  const bool integral =
+      v.is_number_integer() || (v.is_number_float() && AsInt64(v.get<double>(), &as_int));
   if (!v.is_string() && !integral) {
     return Error(ErrorCode::kTypeMismatch,
                  absl::StrCat("primary key must be a string or an integer, got ", v.dump()));

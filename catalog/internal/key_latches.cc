@@ -10,7 +10,8 @@ KeyLatches::Guard KeyLatches::Lock(const std::vector<std::string>& keys) {
   Guard g;
   g.owner_ = this;
   g.held_.reserve(keys.size());
-  for (const std::string& k : keys) g.held_.push_back(absl::Hash<absl::string_view>{}(k) % stripes_);
+  for (const std::string& k : keys)
+    g.held_.push_back(absl::Hash<absl::string_view>{}(k) % stripes_);
   std::sort(g.held_.begin(), g.held_.end());
   g.held_.erase(std::unique(g.held_.begin(), g.held_.end()), g.held_.end());
   for (size_t s : g.held_) mutexes_[s].lock();

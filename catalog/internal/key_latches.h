@@ -18,19 +18,19 @@
 
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
-#include <mutex>
 
 namespace cairn::catalog::internal {
 
 class KeyLatches {
  public:
   explicit KeyLatches(size_t stripes = 4096)
-      : stripes_(stripes), mutexes_(new std::mutex[stripes]) {}
+      : stripes_(stripes == 0 ? 1 : stripes), mutexes_(new std::mutex[stripes_]) {}
 
   class Guard {
    public:

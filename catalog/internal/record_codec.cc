@@ -50,20 +50,32 @@ absl::Status CheckType(const AttributeDef& a, const nlohmann::json& v) {
   if (v.is_null() && !a.is_primary_key) return absl::OkStatus();
   bool ok = true;
   switch (a.type) {
-    case v1::ID: ok = v.is_string() || IsIntegral(v); break;
-    case v1::STRING: ok = v.is_string(); break;
-    case v1::INT: ok = IsIntegral(v); break;
-    case v1::FLOAT: ok = v.is_number(); break;
-    case v1::BOOLEAN: ok = v.is_boolean(); break;
-    case v1::DATE: ok = v.is_number() || (v.is_string() && IsIsoDate(v.get<std::string>())); break;
-    default: break;
+    case v1::ID:
+      ok = v.is_string() || IsIntegral(v);
+      break;
+    case v1::STRING:
+      ok = v.is_string();
+      break;
+    case v1::INT:
+      ok = IsIntegral(v);
+      break;
+    case v1::FLOAT:
+      ok = v.is_number();
+      break;
+    case v1::BOOLEAN:
+      ok = v.is_boolean();
+      break;
+    case v1::DATE:
+      ok = v.is_number() || (v.is_string() && IsIsoDate(v.get<std::string>()));
+      break;
+    default:
+      break;
   }
   if (ok) return absl::OkStatus();
-  std::string shown = v.dump();
+  std::string shown = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (shown.size() > 80) shown = shown.substr(0, 80) + "...";
-  return Error(ErrorCode::kTypeMismatch,
-               absl::StrCat("attribute '", a.name, "' is ", AttributeTypeName(a.type), ", got ",
-                            shown));
+  return Error(ErrorCode::kTypeMismatch, absl::StrCat("attribute '", a.name, "' is ",
+                                                      AttributeTypeName(a.type), ", got ", shown));
 }
 
 std::vector<std::string> IndexKeys(const TableDef& def, const nlohmann::json& record,
@@ -123,12 +135,24 @@ bool FieldMatches(const nlohmann::json& field, const nlohmann::json& value,
   return a == b;
 }
 
+bool NestedDeeperThan(const nlohmann::json& j, int max_depth) {
+  std::vector<std::pair<const nlohmann::json*, int>> stack = {{&j, 1}};
+  while (!stack.empty()) {
+    auto [node, depth] = stack.back();
+    stack.pop_back();
+    if (!node->is_structured()) continue;
+    if (depth > max_depth) return true;
+    for (const auto& child : *node) stack.emplace_back(&child, depth + 1);
+  }
+  return false;
+}
+
 std::string NewUuid() {
   thread_local absl::BitGen gen;
   uint64_t hi = absl::Uniform<uint64_t>(gen);
   uint64_t lo = absl::Uniform<uint64_t>(gen);
-  hi = (hi & ~uint64_t{0xF000}) | 0x4000;                             // version 4
-  lo = (lo & ~(uint64_t{0xC} << 60)) | (uint64_t{0x8} << 60);         // variant 10
+  hi = (hi & ~uint64_t{0xF000}) | 0x4000;                      // version 4
+  lo = (lo & ~(uint64_t{0xC} << 60)) | (uint64_t{0x8} << 60);  // variant 10
   return absl::StrFormat("%08x-%04x-%04x-%04x-%012x", hi >> 32, (hi >> 16) & 0xFFFF, hi & 0xFFFF,
                          lo >> 48, lo & 0xFFFFFFFFFFFF);
 }

@@ -30,6 +30,12 @@ nlohmann::json CoerceSearchValue(const AttributeDef& attribute, const nlohmann::
 bool FieldMatches(const nlohmann::json& field, const nlohmann::json& value,
                   const std::string* string_prefix);
 
+// Records may nest this deep (objects and arrays); deeper input is refused before anything
+// recursive (copy, dump) touches it.
+inline constexpr int kMaxRecordDepth = 64;
+// True if `j` nests more than `max_depth` levels. Iterative: safe on any input.
+bool NestedDeeperThan(const nlohmann::json& j, int max_depth);
+
 // A fresh random UUID (v4) string, the primary key of an insert that has none (D1).
 std::string NewUuid();
 

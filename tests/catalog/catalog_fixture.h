@@ -133,11 +133,11 @@ class CatalogFixture : public ::testing::Test {
   std::vector<nlohmann::json> Search(const std::string& db, const std::string& table,
                                      const std::string& attr, const nlohmann::json& value) {
     std::vector<nlohmann::json> out;
-    absl::Status s = node_->records->SearchByValue(db, table, attr, value, {},
-                                                   [&](const nlohmann::json& r) {
-                                                     out.push_back(r);
-                                                     return true;
-                                                   });
+    absl::Status s =
+        node_->records->SearchByValue(db, table, attr, value, {}, [&](const nlohmann::json& r) {
+          out.push_back(r);
+          return true;
+        });
     EXPECT_OK(s);
     return out;
   }

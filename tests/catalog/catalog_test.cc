@@ -63,8 +63,9 @@ TEST_F(CatalogTest, C13_BadNamesAreInvalidName) {
   for (const char* good : {"a", "A-b_9", "0"}) {
     EXPECT_OK(catalog().CreateTable(Spec("db", good))) << good;
   }
-  for (std::string bad : {std::string(), std::string("a/b"), std::string("tab\tbed"),
-                          std::string(251, 'x'), std::string("\xff\xfe"), std::string("\xc2\x85")}) {
+  for (std::string bad :
+       {std::string(), std::string("a/b"), std::string("tab\tbed"), std::string(251, 'x'),
+        std::string("\xff\xfe"), std::string("\xc2\x85")}) {
     EXPECT_THAT(catalog().CreateTable(Spec("db", "attrs", {bad})),
                 HasErrorCode(ErrorCode::kInvalidName));
   }
@@ -113,11 +114,12 @@ TEST_F(CatalogTest, C1_ConcurrentReaderNeverSeesAPartialTable) {
 TEST_F(CatalogTest, C1_CreateBlockedMidWayIsInvisible) {
   for (const char* point : {fault_points::kCreateBeforeCommit, fault_points::kCreateAfterCommit}) {
     SCOPED_TRACE(point);
-    const std::string table = std::string("t_") + (point == fault_points::kCreateBeforeCommit
-                                                       ? "before" : "after");
+    const std::string table =
+        std::string("t_") + (point == fault_points::kCreateBeforeCommit ? "before" : "after");
     faults_.Set(point, FaultAction::Block());
-    auto create = std::async(std::launch::async,
-                             [&] { return catalog().CreateTable(Spec("db", table, {"x", "y"})); });
+    auto create = std::async(std::launch::async, [&] {
+      return catalog().CreateTable(Spec("db", table, {"x", "y"}));
+    });
     ASSERT_TRUE(faults_.WaitUntilBlocked(point, absl::Seconds(30)));
     for (int i = 0; i < 100; ++i) {
       EXPECT_FALSE(snap()->FindTable("db", table).ok());
@@ -161,11 +163,10 @@ std::string PointName(const std::string& point) {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AtEachPoint, CreateCrashTest,
-    ::testing::Values(std::make_pair(fault_points::kCreateBeforeCommit, false),
-                      std::make_pair(fault_points::kCreateAfterCommit, true)),
-    [](const auto& info) { return PointName(info.param.first); });
+INSTANTIATE_TEST_SUITE_P(AtEachPoint, CreateCrashTest,
+                         ::testing::Values(std::make_pair(fault_points::kCreateBeforeCommit, false),
+                                           std::make_pair(fault_points::kCreateAfterCommit, true)),
+                         [](const auto& info) { return PointName(info.param.first); });
 
 // C3: a local recreate is stamped after every drop of its name this node knows, even a drop
 // stamped in the future by a peer's faster clock.
@@ -175,6 +176,31 @@ TEST_F(CatalogTest, C3_LocalCreateIsNewerThanEveryKnownDrop) {
   auto t = catalog().CreateTable(Spec("db", "t"));
   ASSERT_OK(t);
   EXPECT_GT((*t)->created_time(), future);
+}
+
+// Generation ids whose low byte is 0xFF (255, 511, ...) reload whole: attribute rows are found
+// by a prefix scan whose bound must not wrap.
+TEST_F(CatalogTest, C1_EveryGenerationReloadsWithAllItsAttributes) {
+  for (int i = 0; i < 260; ++i) {
+    ASSERT_OK(catalog().CreateTable(Spec("db", "t" + std::to_string(i), {"a", "b"})));
+  }
+  ASSERT_EQ(Live("db", "t254")->generation_id(), 255u);
+  ASSERT_OK(Reopen());
+  for (int i = 0; i < 260; ++i) {
+    TableRef t = Live("db", "t" + std::to_string(i));
+    ASSERT_NE(t, nullptr);
+    EXPECT_THAT(AttributeNames(*t), ::testing::ElementsAre("id", "a", "b")) << t->generation_id();
+  }
+}
+
+TEST_F(CatalogTest, PrimaryKeyIsAStringOrAnInteger) {  // D1
+  TableSpec spec = Spec("db", "t");
+  spec.attributes->push_back({"id", v1::FLOAT, true});
+  EXPECT_THAT(catalog().CreateTable(spec), HasErrorCode(ErrorCode::kBadRequest));
+  spec.attributes->back().type = v1::INT;
+  auto t = catalog().CreateTable(spec);
+  ASSERT_OK(t);
+  EXPECT_EQ((*t)->FindAttribute("id")->type, v1::INT);
 }
 
 TEST_F(CatalogTest, GenerationIdsAreNeverReused) {
@@ -209,9 +235,9 @@ TEST_F(CatalogTest, C4_PartialPeerSnapshotKeepsLocalAttributesAndIndexes) {
   EXPECT_THAT(AttributeNames(*Live("db", "t")), ::testing::ElementsAre("id", "name", "tag"));
   EXPECT_EQ(Search("db", "t", "tag", "red").size(), 1u);  // the index survived
   // A peer-only attribute is added; differing types and index flags are ignored.
-  ASSERT_OK(catalog().ApplyPeerTable(
-      Peer("t", created, {{"id", v1::ID, true}, {"extra", v1::INT, false},
-                          {"name", v1::INT, false}}, /*schema_defined=*/false)));
+  ASSERT_OK(catalog().ApplyPeerTable(Peer(
+      "t", created, {{"id", v1::ID, true}, {"extra", v1::INT, false}, {"name", v1::INT, false}},
+      /*schema_defined=*/false)));
   TableRef t = Live("db", "t");
   EXPECT_THAT(AttributeNames(*t), ::testing::ElementsAre("id", "name", "tag", "extra"));
   EXPECT_EQ(t->FindAttribute("name")->type, v1::STRING);
@@ -385,9 +411,8 @@ TEST_F(CatalogTest, C9_DropWaitsForInFlightWriteAndRejectsNewOnes) {
   ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kWriteBeforeCommit, absl::Seconds(30)));
   auto drop = std::async(std::launch::async, [&] { return catalog().DropTable("db", "t"); });
   // Step 1 done: the table left the snapshot; new writes and reads are refused.
-  ASSERT_EVENTUALLY([&] {
-    ASSERT_THAT(snap()->FindTable("db", "t"), HasErrorCode(ErrorCode::kTableDropping));
-  });
+  ASSERT_EVENTUALLY(
+      [&] { ASSERT_THAT(snap()->FindTable("db", "t"), HasErrorCode(ErrorCode::kTableDropping)); });
   EXPECT_THAT(Upsert("db", "t", json::array({{{"id", "k2"}}})),
               HasErrorCode(ErrorCode::kTableDropping));
   EXPECT_EQ(drop.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
@@ -405,8 +430,9 @@ TEST_F(CatalogTest, C9_DropIsolatedFromOtherTables) {
   ASSERT_OK(catalog().CreateTable(Spec("db", "b", {"v"})));
   ASSERT_OK(catalog().CreateTable(Spec("db", "c", {"v"})));
   faults_.Set(fault_points::kWriteBeforeCommit, FaultAction::Block().OnNth(1));
-  auto held = std::async(std::launch::async,
-                         [&] { return Upsert("db", "a", json::array({{{"id", 1}}})); });
+  auto held = std::async(std::launch::async, [&] {
+    return Upsert("db", "a", json::array({{{"id", 1}}}));
+  });
   ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kWriteBeforeCommit, absl::Seconds(30)));
   // Another table drops while a's write is parked.
   ASSERT_OK(catalog().DropTable("db", "b"));
@@ -457,8 +483,9 @@ TEST_F(CatalogTest, C9_DrainTimeoutLeavesTombstoneAndRetryCompletes) {
 TEST_F(CatalogTest, C9_RecreateDuringDrainIsUntouched) {
   ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"v"})));
   faults_.Set(fault_points::kWriteBeforeCommit, FaultAction::Block().OnNth(1));
-  auto writer = std::async(std::launch::async,
-                           [&] { return Upsert("db", "t", json::array({{{"id", 1}}})); });
+  auto writer = std::async(std::launch::async, [&] {
+    return Upsert("db", "t", json::array({{{"id", 1}}}));
+  });
   ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kWriteBeforeCommit, absl::Seconds(30)));
   auto drop = std::async(std::launch::async, [&] { return catalog().DropTable("db", "t"); });
   ASSERT_EVENTUALLY([&] { ASSERT_EQ(Live("db", "t"), nullptr); });

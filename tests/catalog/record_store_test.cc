@@ -182,21 +182,26 @@ TEST_F(RecordStoreTest, D2_DynamicTablesAddIndexedAttributesAndTrackTimes) {
 
 TEST_F(RecordStoreTest, D3_Types) {
   TableSpec spec = Spec("db", "t");
-  spec.attributes = std::vector<AttributeSpec>{
-      {"s", v1::STRING, false}, {"i", v1::INT, true},  {"f", v1::FLOAT, true},
-      {"b", v1::BOOLEAN, true}, {"d", v1::DATE, true}, {"any", v1::ANY, true}};
+  spec.attributes = std::vector<AttributeSpec>{{"s", v1::STRING, false}, {"i", v1::INT, true},
+                                               {"f", v1::FLOAT, true},   {"b", v1::BOOLEAN, true},
+                                               {"d", v1::DATE, true},    {"any", v1::ANY, true}};
   ASSERT_OK(catalog().CreateTable(spec));
-  for (const json& ok : {json{{"id", 1}, {"s", "x"}, {"i", 3}, {"f", 2}, {"b", true},
-                              {"d", "2024-05-01T10:00:00Z"}, {"any", {{"x", 1}}}},
-                         json{{"id", 2}, {"i", 3.0}, {"f", 2.5}, {"d", 1700000000000},
-                              {"s", nullptr}},
-                         json{{"id", 3}, {"d", "2024-05-01"}, {"d", "2024-05-01 10:00:00"}}}) {
+  for (const json& ok :
+       {json{{"id", 1},
+             {"s", "x"},
+             {"i", 3},
+             {"f", 2},
+             {"b", true},
+             {"d", "2024-05-01T10:00:00Z"},
+             {"any", {{"x", 1}}}},
+        json{{"id", 2}, {"i", 3.0}, {"f", 2.5}, {"d", 1700000000000}, {"s", nullptr}},
+        json{{"id", 3}, {"d", "2024-05-01"}, {"d", "2024-05-01 10:00:00"}}}) {
     EXPECT_OK(Write("t", json::array({ok}), WriteMode::kUpsert)) << ok.dump();
   }
-  for (const json& bad : {json{{"id", 9}, {"s", 1}}, json{{"id", 9}, {"i", 1.5}},
-                          json{{"id", 9}, {"i", "3"}}, json{{"id", 9}, {"f", "2.5"}},
-                          json{{"id", 9}, {"b", 1}}, json{{"id", 9}, {"d", "yesterday"}},
-                          json{{"id", 9}, {"d", true}}}) {
+  for (const json& bad :
+       {json{{"id", 9}, {"s", 1}}, json{{"id", 9}, {"i", 1.5}}, json{{"id", 9}, {"i", "3"}},
+        json{{"id", 9}, {"f", "2.5"}}, json{{"id", 9}, {"b", 1}},
+        json{{"id", 9}, {"d", "yesterday"}}, json{{"id", 9}, {"d", true}}}) {
     EXPECT_THAT(Write("t", json::array({bad}), WriteMode::kUpsert),
                 HasErrorCode(ErrorCode::kTypeMismatch))
         << bad.dump();
@@ -266,11 +271,12 @@ TEST_F(RecordStoreTest, D6_UnknownSearchAttributeIsRefused) {
   EXPECT_EQ(s.message(), "unknown attribute 'nope'");
   SearchOptions o;
   o.get_attributes = {"name", "ghost"};
-  EXPECT_THAT(records().SearchById("db", "t", json::array({1}), o, [](const json&) { return true; }),
-              HasErrorCode(ErrorCode::kUnknownAttribute));
-  EXPECT_THAT(records().SearchByValue("db", "missing", "name", "x", {},
-                                      [](const json&) { return true; }),
-              HasErrorCode(ErrorCode::kTableNotFound));
+  EXPECT_THAT(
+      records().SearchById("db", "t", json::array({1}), o, [](const json&) { return true; }),
+      HasErrorCode(ErrorCode::kUnknownAttribute));
+  EXPECT_THAT(
+      records().SearchByValue("db", "missing", "name", "x", {}, [](const json&) { return true; }),
+      HasErrorCode(ErrorCode::kTableNotFound));
 }
 
 TEST_F(RecordStoreTest, SearchByValueVariants) {
@@ -288,12 +294,12 @@ TEST_F(RecordStoreTest, SearchByValueVariants) {
   ASSERT_OK(Write("t", batch, WriteMode::kInsert));
   EXPECT_EQ(By("t", "tag", "*").size(), 10u);
   EXPECT_EQ(By("t", "tag", "odd").size(), 5u);
-  EXPECT_EQ(By("t", "tag", "ev*").size(), 5u);  // prefix on an index
+  EXPECT_EQ(By("t", "tag", "ev*").size(), 5u);   // prefix on an index
   EXPECT_EQ(By("t", "plain", "p1").size(), 3u);  // not indexed: scanned
   EXPECT_EQ(By("t", "plain", "p*").size(), 10u);
-  EXPECT_EQ(By("t", "id", "k3").size(), 1u);     // the primary key
+  EXPECT_EQ(By("t", "id", "k3").size(), 1u);  // the primary key
   EXPECT_EQ(By("t", "id", "k*").size(), 10u);
-  EXPECT_EQ(By("t", "list", 4).size(), 1u);      // each array element is indexed
+  EXPECT_EQ(By("t", "list", 4).size(), 1u);  // each array element is indexed
   EXPECT_EQ(By("t", "list", "x7").size(), 1u);
   EXPECT_TRUE(By("t", "tag", "none").empty());
   SearchOptions page;
@@ -304,9 +310,8 @@ TEST_F(RecordStoreTest, SearchByValueVariants) {
   EXPECT_EQ(got, (std::vector<json>{{{"id", "k2"}}, {{"id", "k3"}}, {{"id", "k4"}}}));
   // The visitor can stop early.
   int seen = 0;
-  ASSERT_OK(records().SearchByValue("db", "t", "tag", "*", {}, [&](const json&) {
-    return ++seen < 4;
-  }));
+  ASSERT_OK(
+      records().SearchByValue("db", "t", "tag", "*", {}, [&](const json&) { return ++seen < 4; }));
   EXPECT_EQ(seen, 4);
 }
 
@@ -364,8 +369,8 @@ TEST_F(RecordStoreTest, D5_LastWriterWinsOnVersionThenOrigin) {
 TEST_F(RecordStoreTest, D5_TombstonesBlockOlderWrites) {
   ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
   const Hlc gen = Live("db", "t")->created_time();
-  ASSERT_OK(Apply({Put("t", 1, 100, "b", gen, {{"id", 1}, {"v", "x"}}),
-                   Del("t", 1, 200, "b", gen)}));
+  ASSERT_OK(
+      Apply({Put("t", 1, 100, "b", gen, {{"id", 1}, {"v", "x"}}), Del("t", 1, 200, "b", gen)}));
   EXPECT_TRUE(ById("t", json::array({1})).empty());
   auto s = Apply({Put("t", 1, 150, "z", gen, {{"id", 1}, {"v", "late"}})});
   ASSERT_OK(s);
@@ -396,26 +401,28 @@ TEST_F(RecordStoreTest, AppliedPeerWritesAreLoggedForRelay) {
   EXPECT_EQ(log[0].row_generation(), gen);
 }
 
-// C6, D7, R6: entries of a retired generation are skipped, entries for absent or node-local
-// tables too, while the caller's cursor still lands in the same batch.
+// C6, D7, C11, R6: entries of a retired generation, of a node-local table or malformed ones
+// are skipped, while the caller's cursor still lands in the same batch.
 TEST_F(RecordStoreTest, C6_DeadGenerationEntriesSkippedCursorAdvances) {
   ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
   ASSERT_OK(catalog().CreateTable(Spec("db", "local", {}, /*replicate=*/false)));
   const Hlc gen = Live("db", "t")->created_time();
   ASSERT_OK(catalog().ApplyPeerDrop("db", "t", gen - 10));  // kept: ours is newer
-  auto cursor = [](rocksdb::WriteBatch* b) {
-    ASSERT_TRUE(b->Put("cursor/peer", "42").ok());
-  };
-  auto s = Apply({Put("t", 1, 500, "p", gen - 20, {{"id", 1}}),   // retired row generation
-                  Put("t", 2, 500, "p", gen - 10, {{"id", 2}}),   // equal: survives
+  ChangeEntry not_object = Put("t", 6, 500, "p", gen, {{"id", 6}});
+  not_object.set_json("[1,2]");
+  ChangeEntry bad_name = Put("t", 7, 500, "p", gen, {{"id", 7}, {"a/b", 1}});
+  ChangeEntry bad_op = Put("t", 8, 500, "p", gen, {{"id", 8}});
+  bad_op.set_op(static_cast<storage::v1::ChangeOp>(99));
+  auto s = Apply({Put("t", 1, 500, "p", gen - 20, {{"id", 1}}),  // retired row generation
+                  Put("t", 2, 500, "p", gen - 10, {{"id", 2}}),  // equal: survives
                   Put("t", 3, 500, "p", gen, {{"id", 3}}),
-                  Put("gone", 4, 500, "p", gen, {{"id", 4}}),
-                  Put("local", 5, 500, "p", gen, {{"id", 5}})},
-                 cursor);
+                  Put("local", 5, 500, "p", gen, {{"id", 5}}), not_object, bad_name, bad_op},
+                 [](rocksdb::WriteBatch* b) { ASSERT_TRUE(b->Put("cursor/peer", "42").ok()); });
   ASSERT_OK(s);
   EXPECT_EQ(s->dead_generation, 1u);
   EXPECT_EQ(s->applied, 2u);
-  EXPECT_EQ(s->no_table, 2u);
+  EXPECT_EQ(s->node_local, 1u);
+  EXPECT_EQ(s->malformed, 3u);
   EXPECT_EQ(Count("t"), 2u);
   EXPECT_EQ(Count("local"), 0u);
   // All skipped: the cursor still commits.
@@ -423,10 +430,77 @@ TEST_F(RecordStoreTest, C6_DeadGenerationEntriesSkippedCursorAdvances) {
     ASSERT_TRUE(b->Put("cursor/peer", "43").ok());
   }));
   std::string v;
-  ASSERT_OK(node_->engine->db()->Get(rocksdb::ReadOptions(), "cursor/peer", &v).ok()
-                ? absl::OkStatus()
-                : absl::InternalError("missing cursor"));
+  ASSERT_TRUE(node_->engine->db()->Get(rocksdb::ReadOptions(), "cursor/peer", &v).ok());
   EXPECT_EQ(v, "43");
+}
+
+// R6, R7: entries for a table that is neither live here nor provably dead (its schema has not
+// arrived yet) refuse the batch: nothing is written and the cursor does not move, so they are
+// applied once the schema is.
+TEST_F(RecordStoreTest, EntriesForAnUnknownTableRefuseTheBatch) {
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  const Hlc gen = Live("db", "t")->created_time();
+  auto cursor = [](rocksdb::WriteBatch* b) { ASSERT_TRUE(b->Put("cursor/peer", "9").ok()); };
+  auto s = Apply({Put("t", 1, 500, "p", gen, {{"id", 1}}), Put("later", 1, 500, "p", 77, {{"id", 1}})},
+                 cursor);
+  EXPECT_THAT(s, HasErrorCode(ErrorCode::kTableNotFound));
+  EXPECT_NE(s.status().message().find("later"), std::string::npos);
+  EXPECT_EQ(Count("t"), 0u);
+  std::string v;
+  EXPECT_TRUE(node_->engine->db()->Get(rocksdb::ReadOptions(), "cursor/peer", &v).IsNotFound());
+  // Once the peer's schema is applied, the same batch goes through.
+  ASSERT_OK(catalog().ApplyPeerTable({"db", "later", 77, "id", {}, false}));
+  s = Apply({Put("t", 1, 500, "p", gen, {{"id", 1}}), Put("later", 1, 500, "p", 77, {{"id", 1}})},
+            cursor);
+  ASSERT_OK(s);
+  EXPECT_EQ(s->applied, 2u);
+}
+
+// D5 across a restart: a local write must beat a stored row written by a peer whose clock runs
+// ahead, even when this process's clock has not heard of that version since it started.
+TEST_F(RecordStoreTest, D5_LocalWriteAfterRestartBeatsAFasterPeersRow) {
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  const Hlc gen = Live("db", "t")->created_time();
+  const Hlc ahead = HybridClock::Make(absl::ToUnixMillis(absl::Now() + absl::Minutes(10)), 0);
+  ASSERT_OK(Apply({Put("t", "k", ahead, "fast-peer", gen, {{"id", "k"}, {"v", "peer"}})}));
+  ASSERT_OK(Reopen());  // a fresh HybridClock
+  auto w = Write("t", json::array({{{"id", "k"}, {"v", "local"}}}), WriteMode::kUpsert);
+  ASSERT_OK(w);
+  EXPECT_GT(w->version, ahead);
+  auto d = records().Delete("db", "t", json::array({"k"}));
+  ASSERT_OK(d);
+  EXPECT_GT(d->version, w->version);
+}
+
+// C8, D7: a peer apply that resolved its entries before a marker arrived must not commit a row
+// the marker retires after the purge has passed.
+TEST_F(RecordStoreTest, C8_ApplyRacingAMarkerCannotLeaveADeadRow) {
+  ASSERT_OK(catalog().ApplyPeerTable({"db", "t", 1000, "id", {}, false}));
+  faults_.Set(fault_points::kApplyBeforeLock, FaultAction::Block().OnNth(1));
+  auto apply = std::async(std::launch::async, [&] {
+    return Apply({Put("t", "old", 10, "p", 500, {{"id", "old"}})});
+  });
+  ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kApplyBeforeLock, absl::Seconds(30)));
+  auto r = records().ApplyPeerDrop("db", "t", 800);  // keeps t; row generation 500 is dead
+  ASSERT_OK(r);
+  EXPECT_EQ(*r, PeerDropResult::kKept);
+  faults_.Release(fault_points::kApplyBeforeLock);
+  auto s = apply.get();
+  ASSERT_OK(s);
+  EXPECT_EQ(s->dead_generation, 1u);
+  EXPECT_TRUE(ById("t", json::array({"old"})).empty());
+}
+
+TEST_F(RecordStoreTest, DeeplyNestedRecordIsRefused) {
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  json deep = json::array();
+  for (int i = 0; i < 100000; ++i) deep = json::array({std::move(deep)});
+  auto r = Write("t", json::array({{{"id", 1}, {"x", std::move(deep)}}}), WriteMode::kInsert);
+  EXPECT_THAT(r, HasErrorCode(ErrorCode::kBadRequest));
+  EXPECT_EQ(Count("t"), 0u);
+  json ok = json::array();
+  for (int i = 0; i < 60; ++i) ok = json::array({std::move(ok)});
+  EXPECT_OK(Write("t", json::array({{{"id", 2}, {"x", std::move(ok)}}}), WriteMode::kInsert));
 }
 
 // Peer records with fields the local table lacks add them first, so the index stays exact.
@@ -479,6 +553,25 @@ TEST_F(RecordStoreTest, C9_DropCancelsRunningScan) {
   EXPECT_OK(drop.get());
 }
 
+// A crash between the catalog change and the end of the strip: the next start finishes it.
+TEST_F(RecordStoreTest, DropAttributeStripResumesAfterACrash) {
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  json batch = json::array();
+  for (int i = 0; i < 600; ++i) batch.push_back({{"id", i}, {"x", "old"}, {"y", i}});
+  ASSERT_OK(Write("t", batch, WriteMode::kInsert));
+  EXPECT_EQ(CrashAt(fault_points::kStripAfterCatalog,
+                    [](testing::LocalNode& n) {
+                      n.records->DropAttribute("db", "t", "x").IgnoreError();
+                    }),
+            kInjectedCrashExitCode);
+  ASSERT_OK(Reopen());
+  EXPECT_EQ(Live("db", "t")->FindAttribute("x"), nullptr);
+  ASSERT_OK(catalog().CreateAttribute("db", "t", {"x", v1::ANY, true}));
+  EXPECT_TRUE(By("t", "x", "old").empty());
+  for (const json& r : By("t", "y", "*")) EXPECT_FALSE(r.contains("x")) << r.dump();
+  ExpectIndexConsistent("t");
+}
+
 TEST_F(RecordStoreTest, DropAttributeStripsValuesAndARecreateStartsEmpty) {
   ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
   ASSERT_OK(Write("t", json::array({{{"id", 1}, {"x", "old"}, {"y", 1}}}), WriteMode::kInsert));
@@ -492,7 +585,8 @@ TEST_F(RecordStoreTest, DropAttributeStripsValuesAndARecreateStartsEmpty) {
   EXPECT_FALSE(ById("t", json::array({1}))[0].contains("x"));
   ExpectIndexConsistent("t");
   EXPECT_THAT(records().DropAttribute("db", "t", "id"), HasErrorCode(ErrorCode::kBadRequest));
-  EXPECT_THAT(records().DropAttribute("db", "t", "zzz"), HasErrorCode(ErrorCode::kUnknownAttribute));
+  EXPECT_THAT(records().DropAttribute("db", "t", "zzz"),
+              HasErrorCode(ErrorCode::kUnknownAttribute));
   EXPECT_THAT(catalog().CreateAttribute("db", "t", {"y", v1::ANY, true}),
               HasErrorCode(ErrorCode::kAttributeExists));
 }
@@ -511,10 +605,14 @@ TEST_F(RecordStoreTest, D3_IndexMatchesOracleAfterRandomOperations) {
   auto pick = [&](int n) { return static_cast<int>(rng() % n); };
   auto random_value = [&]() -> json {
     switch (pick(4)) {
-      case 0: return pick(3);
-      case 1: return "s" + std::to_string(pick(3));
-      case 2: return json::array({pick(3), "s" + std::to_string(pick(3))});
-      default: return nullptr;
+      case 0:
+        return pick(3);
+      case 1:
+        return "s" + std::to_string(pick(3));
+      case 2:
+        return json::array({pick(3), "s" + std::to_string(pick(3))});
+      default:
+        return nullptr;
     }
   };
   auto strip = [](json r) {
@@ -530,8 +628,9 @@ TEST_F(RecordStoreTest, D3_IndexMatchesOracleAfterRandomOperations) {
     if (pick(2)) rec["b"] = random_value();
     const int op = pick(6);
     if (op <= 2) {
-      const WriteMode mode = op == 0 ? WriteMode::kInsert : op == 1 ? WriteMode::kUpsert
-                                                                    : WriteMode::kUpdate;
+      const WriteMode mode = op == 0   ? WriteMode::kInsert
+                             : op == 1 ? WriteMode::kUpsert
+                                       : WriteMode::kUpdate;
       auto r = Write("t", json::array({rec}), mode);
       ASSERT_OK(r) << "seed " << seed << " step " << step;
       const bool exists = oracle.count(key) != 0;
@@ -578,8 +677,8 @@ TEST_F(RecordStoreTest, D3_IndexMatchesOracleAfterRandomOperations) {
   }
   for (const char* attr : {"a", "b"}) {
     if (Live("db", "t")->FindAttribute(attr) == nullptr) continue;
-    for (const json& v : {json(0), json(1), json(2), json("s0"), json("s1"), json("s2"),
-                          json(nullptr)}) {
+    for (const json& v :
+         {json(0), json(1), json(2), json("s0"), json("s1"), json("s2"), json(nullptr)}) {
       std::set<int> expected;
       for (const auto& [key, rec] : oracle) {
         auto f = rec.find(attr);

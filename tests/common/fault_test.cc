@@ -84,8 +84,8 @@ TEST(FaultSpecTest, Parses) {
   EXPECT_EQ(a.nth, 2);
   ASSERT_OK(ParseFaultSpec("x=block", &name, &a));
   EXPECT_EQ(a.kind, FaultAction::Kind::kBlock);
-  for (const char* bad : {"", "=crash", "x", "x=explode", "x=delay:soon", "x=crash@2",
-                          "x=crash@#0"}) {
+  for (const char* bad :
+       {"", "=crash", "x", "x=explode", "x=delay:soon", "x=crash@2", "x=crash@#0"}) {
     EXPECT_FALSE(ParseFaultSpec(bad, &name, &a).ok()) << bad;
   }
 }

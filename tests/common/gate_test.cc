@@ -18,8 +18,8 @@ TEST(GateTest, CloseWaitsForTokens) {  // invariant (2)
   Gate gate;
   auto token = gate.Enter();
   ASSERT_OK(token);
-  auto closed = std::async(std::launch::async,
-                           [&] { return gate.Close(absl::Now() + absl::Seconds(60)); });
+  auto closed =
+      std::async(std::launch::async, [&] { return gate.Close(absl::Now() + absl::Seconds(60)); });
   ASSERT_EVENTUALLY([&] { ASSERT_TRUE(gate.closing()); });
   EXPECT_EQ(gate.Enter().status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(closed.wait_for(std::chrono::seconds(0)), std::future_status::timeout);

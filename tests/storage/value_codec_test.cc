@@ -16,9 +16,9 @@ std::string Enc(const json& v) {
 }
 
 TEST(ValueCodecTest, RoundTrips) {
-  for (const json& v : {json(nullptr), json(true), json(false), json(0), json(-1),
-                        json(INT64_MIN), json(INT64_MAX), json(2.5), json(-0.125), json(""),
-                        json("abc"), json(std::string("a\0b", 3)), json("\xc3\xa9t\xc3\xa9")}) {
+  for (const json& v : {json(nullptr), json(true), json(false), json(0), json(-1), json(INT64_MIN),
+                        json(INT64_MAX), json(2.5), json(-0.125), json(""), json("abc"),
+                        json(std::string("a\0b", 3)), json("\xc3\xa9t\xc3\xa9")}) {
     std::string e = Enc(v);
     absl::string_view in = e;
     json back;
@@ -38,8 +38,8 @@ TEST(ValueCodecTest, PrimaryKeysAreStringsOrIntegers) {  // SPEC D1
   std::string out;
   EXPECT_OK(AppendPrimaryKey(json("k"), &out));
   EXPECT_OK(AppendPrimaryKey(json(42), &out));
-  for (const json& bad : {json(1.5), json(true), json(nullptr), json::array(), json::object(),
-                          json(UINT64_MAX)}) {
+  for (const json& bad :
+       {json(1.5), json(true), json(nullptr), json::array(), json::object(), json(UINT64_MAX)}) {
     EXPECT_THAT(AppendPrimaryKey(bad, &out), testing::HasErrorCode(ErrorCode::kTypeMismatch))
         << bad.dump();
   }
@@ -69,8 +69,13 @@ TEST(ValueCodecTest, OrderPreservingOnRandomValues) {
 
 TEST(ValueCodecTest, MalformedInputIsRejected) {
   json out;
-  for (std::string bad : {std::string(), std::string("\x10\x01"), std::string("\x20" "ab"),
-                          std::string("\x20" "a\0\x02", 4), std::string("\x7f")}) {
+  for (std::string bad : {std::string(), std::string("\x10\x01"),
+                          std::string("\x20"
+                                      "ab"),
+                          std::string("\x20"
+                                      "a\0\x02",
+                                      4),
+                          std::string("\x7f")}) {
     absl::string_view in = bad;
     EXPECT_FALSE(ConsumeScalar(&in, &out));
   }

@@ -28,6 +28,7 @@ absl::StatusOr<std::unique_ptr<LocalNode>> LocalNode::Open(const std::string& pa
   ro.faults = options.faults;
   node->records = std::make_unique<catalog::RecordStore>(node->engine.get(), node->log.get(),
                                                          node->catalog.get(), ro);
+  CAIRN_RETURN_IF_ERROR(node->records->ResumePendingStrips());
   return node;
 }
 

@@ -19,8 +19,8 @@ struct LocalNodeOptions {
   std::string name = "node-a";
   bool sync_writes = false;
   absl::Duration drop_drain_timeout = absl::Seconds(10);
-  Clock* clock = nullptr;            // null: the system clock
-  FaultRegistry* faults = nullptr;   // null: none
+  Clock* clock = nullptr;           // null: the system clock
+  FaultRegistry* faults = nullptr;  // null: none
 };
 
 struct LocalNode {

@@ -93,10 +93,12 @@ void AssertEventually(const std::function<void()>& check,
 
 }  // namespace cairn::testing
 
-#define ASSERT_OK(expr) ASSERT_TRUE(::cairn::testing::GetStatus(expr).ok()) << ::cairn::testing::GetStatus(expr)
-#define EXPECT_OK(expr) EXPECT_TRUE(::cairn::testing::GetStatus(expr).ok()) << ::cairn::testing::GetStatus(expr)
-#define ASSERT_EVENTUALLY(fn)                          \
-  do {                                                 \
-    ::cairn::testing::AssertEventually(fn);            \
-    if (::testing::Test::HasFatalFailure()) return;    \
+#define ASSERT_OK(expr) \
+  ASSERT_TRUE(::cairn::testing::GetStatus(expr).ok()) << ::cairn::testing::GetStatus(expr)
+#define EXPECT_OK(expr) \
+  EXPECT_TRUE(::cairn::testing::GetStatus(expr).ok()) << ::cairn::testing::GetStatus(expr)
+#define ASSERT_EVENTUALLY(fn)                       \
+  do {                                              \
+    ::cairn::testing::AssertEventually(fn);         \
+    if (::testing::Test::HasFatalFailure()) return; \
   } while (0)
