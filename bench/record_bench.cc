@@ -158,17 +158,24 @@ catalog::TableSpec SmallTable(const std::string& name) {
   return spec;
 }
 
-// create_table with `others` tables present (SPEC §2a: no cost per existing table).
-void BM_CreateTable(benchmark::State& state) {
-  const int others = static_cast<int>(state.range(0));
-  BenchDir dir;
+// A node holding `others` small tables besides the one a benchmark creates and drops.
+std::unique_ptr<testing::LocalNode> OpenNodeWithTables(const BenchDir& dir, benchmark::State& state,
+                                                       int others) {
   auto node = OpenNode(dir, state);
-  if (!node) return;
-  for (int i = 0; i < others; ++i) {
+  for (int i = 0; node != nullptr && i < others; ++i) {
     if (!node->catalog->CreateTable(SmallTable(absl::StrCat("other", i))).ok()) {
       state.SkipWithError("setup failed");
+      return nullptr;
     }
   }
+  return node;
+}
+
+// create_table with `others` tables present (SPEC §2a: no cost per existing table).
+void BM_CreateTable(benchmark::State& state) {
+  BenchDir dir;
+  auto node = OpenNodeWithTables(dir, state, static_cast<int>(state.range(0)));
+  if (!node) return;
   int n = 0;
   for (auto _ : state) {
     if (!node->catalog->CreateTable(SmallTable(absl::StrCat("t", n++))).ok()) {
@@ -189,15 +196,9 @@ BENCHMARK(BM_CreateTable)
 // drop_table (all three steps of SPEC C9) of a table holding 1,000 records, with `others`
 // tables present.
 void BM_DropTable(benchmark::State& state) {
-  const int others = static_cast<int>(state.range(0));
   BenchDir dir;
-  auto node = OpenNode(dir, state);
+  auto node = OpenNodeWithTables(dir, state, static_cast<int>(state.range(0)));
   if (!node) return;
-  for (int i = 0; i < others; ++i) {
-    if (!node->catalog->CreateTable(SmallTable(absl::StrCat("other", i))).ok()) {
-      state.SkipWithError("setup failed");
-    }
-  }
   json records = json::array();
   for (int i = 0; i < 1000; ++i) records.push_back({{"id", i}, {"a", "x"}, {"b", i}});
   int n = 0;

@@ -89,15 +89,8 @@ class CatalogFixture : public ::testing::Test {
     count_prefix(storage::Cf::kIndexes, storage::GenerationPrefix(generation));
     count_prefix(storage::Cf::kCatalog, storage::AttributePrefix(generation));
     count_prefix(storage::Cf::kMeta, storage::CountKey(generation));
-    auto it = node_->engine->NewIterator(storage::Cf::kCatalog);
-    for (it->Seek(std::string(storage::kTablePrefix)); it->Valid() && it->key().starts_with("T/");
-         it->Next()) {
-      v1::TableRow row;
-      if (row.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) &&
-          row.generation_id() == generation) {
-        ++n;
-      }
-    }
+    count_prefix(storage::Cf::kMeta, storage::StripKey(generation, ""));
+    if (StoredRow(generation).has_value()) ++n;
     return n;
   }
 
