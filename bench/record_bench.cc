@@ -116,14 +116,8 @@ void BM_RawRocksDBSameEntries(benchmark::State& state) {
 }
 BENCHMARK(BM_RawRocksDBSameEntries)->Arg(100)->UseRealTime();
 
-// The record write path: validation, key latches, read of the old row, record + index entries
-// + change-log entry + count in one batch.
-void BM_Insert(benchmark::State& state) {
-  const int batch = static_cast<int>(state.range(0));
-  const bool indexed = state.range(1) != 0;
-  BenchDir dir;
-  auto node = OpenNode(dir, state);
-  if (!node) return;
+// The table of the write benchmarks; `indexed`: one secondary index, on "name".
+catalog::TableSpec OrdersTable(bool indexed) {
   catalog::TableSpec spec;
   spec.database = "bench";
   spec.table = "orders";
@@ -132,7 +126,18 @@ void BM_Insert(benchmark::State& state) {
                                                         {"qty", catalog::v1::INT, false},
                                                         {"sku", catalog::v1::STRING, false},
                                                         {"note", catalog::v1::STRING, false}};
-  if (!node->catalog->CreateTable(spec).ok()) state.SkipWithError("create failed");
+  return spec;
+}
+
+// The record write path: validation, key latches, read of the old row, record + index entries
+// + change-log entry + count in one batch.
+void BM_Insert(benchmark::State& state) {
+  const int batch = static_cast<int>(state.range(0));
+  const bool indexed = state.range(1) != 0;
+  BenchDir dir;
+  auto node = OpenNode(dir, state);
+  if (!node) return;
+  if (!node->catalog->CreateTable(OrdersTable(indexed)).ok()) state.SkipWithError("create failed");
   int64_t id = 0;
   for (auto _ : state) {
     state.PauseTiming();  // building the request is the client's cost, not the node's
@@ -163,15 +168,7 @@ void BM_InsertConcurrent(benchmark::State& state) {
   if (state.thread_index() == 0) {
     dir = new BenchDir();
     node = OpenNode(*dir, state);
-    catalog::TableSpec spec;
-    spec.database = "bench";
-    spec.table = "orders";
-    spec.primary_key = "id";
-    spec.attributes = std::vector<catalog::AttributeSpec>{{"name", catalog::v1::STRING, true},
-                                                          {"qty", catalog::v1::INT, false},
-                                                          {"sku", catalog::v1::STRING, false},
-                                                          {"note", catalog::v1::STRING, false}};
-    if (node == nullptr || !node->catalog->CreateTable(spec).ok()) {
+    if (node == nullptr || !node->catalog->CreateTable(OrdersTable(true)).ok()) {
       state.SkipWithError("setup failed");
     }
   }

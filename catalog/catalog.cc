@@ -81,9 +81,10 @@ absl::StatusOr<std::vector<AttributeDef>> BuildAttributes(absl::string_view prim
     if (s.name == primary_key) {
       // D1: a primary key is a string or an integer.
       if (s.type != v1::ANY && s.type != v1::ID && s.type != v1::STRING && s.type != v1::INT) {
-        return Error(ErrorCode::kBadRequest,
-                     absl::StrCat("primary key '", primary_key, "' must be of type ID, String or "
-                                  "Int, not ", AttributeTypeName(s.type)));
+        return Error(ErrorCode::kBadRequest, absl::StrCat("primary key '", primary_key,
+                                                          "' must be of type ID, String or "
+                                                          "Int, not ",
+                                                          AttributeTypeName(s.type)));
       }
       if (s.type != v1::ANY) out[0].type = s.type;
       continue;
@@ -557,8 +558,7 @@ absl::StatusOr<TableRef> Catalog::RemoveAttribute(absl::string_view db, absl::st
   // The attribute's index entries: one range. Its id is never reused (next_attribute_id).
   const std::string begin = storage::IndexAttributePrefix(generation, a->id);
   const std::string end = storage::IndexAttributePrefix(generation, a->id + 1);
-  batch.DeleteRange(engine_->cf(Cf::kIndexes), ToSlice(begin), ToSlice(end))
-      .PermitUncheckedError();
+  batch.DeleteRange(engine_->cf(Cf::kIndexes), ToSlice(begin), ToSlice(end)).PermitUncheckedError();
   // Until RecordStore has stripped the values, a restart resumes the strip (PendingStrips).
   batch.Put(engine_->cf(Cf::kMeta), ToSlice(storage::StripKey(generation, attribute)), "")
       .PermitUncheckedError();

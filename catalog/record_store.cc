@@ -10,8 +10,8 @@
 #include "absl/container/node_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "catalog/names.h"
 #include "catalog/internal/record_codec.h"
+#include "catalog/names.h"
 #include "common/fault_points.h"
 #include "common/status.h"
 #include "spdlog/spdlog.h"
@@ -211,9 +211,8 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
       return Error(ErrorCode::kBadRequest, absl::StrCat("records[", i, "] is not an object"));
     }
     if (internal::NestedDeeperThan(r, internal::kMaxRecordDepth)) {
-      return Error(ErrorCode::kBadRequest,
-                   absl::StrCat("records[", i, "] nests deeper than ", internal::kMaxRecordDepth,
-                                " levels"));
+      return Error(ErrorCode::kBadRequest, absl::StrCat("records[", i, "] nests deeper than ",
+                                                        internal::kMaxRecordDepth, " levels"));
     }
     Input in;
     in.record = &r;

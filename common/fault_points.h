@@ -17,7 +17,7 @@ inline constexpr char kWriteBeforeCommit[] = "records.write.before_commit";
 inline constexpr char kWriteAfterCommit[] = "records.write.after_commit";
 inline constexpr char kScanRow[] = "records.scan.row";  // each row a search visits
 // catalog/record_store.cc: peer apply (SPEC D5, C8) and drop_attribute
-inline constexpr char kApplyBeforeLock[] = "records.apply.before_lock";  // resolved, unlocked
+inline constexpr char kApplyBeforeLock[] = "records.apply.before_lock";      // resolved, unlocked
 inline constexpr char kStripAfterCatalog[] = "records.strip.after_catalog";  // values not stripped
 
 }  // namespace cairn::fault_points

@@ -426,9 +426,8 @@ TEST_F(RecordStoreTest, C6_DeadGenerationEntriesSkippedCursorAdvances) {
   EXPECT_EQ(Count("t"), 2u);
   EXPECT_EQ(Count("local"), 0u);
   // All skipped: the cursor still commits.
-  ASSERT_OK(Apply({Put("t", 1, 600, "p", gen - 20, {{"id", 1}})}, [](rocksdb::WriteBatch* b) {
-    ASSERT_TRUE(b->Put("cursor/peer", "43").ok());
-  }));
+  ASSERT_OK(Apply({Put("t", 1, 600, "p", gen - 20, {{"id", 1}})},
+                  [](rocksdb::WriteBatch* b) { ASSERT_TRUE(b->Put("cursor/peer", "43").ok()); }));
   std::string v;
   ASSERT_TRUE(node_->engine->db()->Get(rocksdb::ReadOptions(), "cursor/peer", &v).ok());
   EXPECT_EQ(v, "43");
@@ -441,8 +440,9 @@ TEST_F(RecordStoreTest, EntriesForAnUnknownTableRefuseTheBatch) {
   ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
   const Hlc gen = Live("db", "t")->created_time();
   auto cursor = [](rocksdb::WriteBatch* b) { ASSERT_TRUE(b->Put("cursor/peer", "9").ok()); };
-  auto s = Apply({Put("t", 1, 500, "p", gen, {{"id", 1}}), Put("later", 1, 500, "p", 77, {{"id", 1}})},
-                 cursor);
+  auto s =
+      Apply({Put("t", 1, 500, "p", gen, {{"id", 1}}), Put("later", 1, 500, "p", 77, {{"id", 1}})},
+            cursor);
   EXPECT_THAT(s, HasErrorCode(ErrorCode::kTableNotFound));
   EXPECT_NE(s.status().message().find("later"), std::string::npos);
   EXPECT_EQ(Count("t"), 0u);
