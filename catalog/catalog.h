@@ -3,7 +3,8 @@
 // start, where interrupted drops are completed (C10). Readers see it only through immutable
 // snapshots (C1). Thread-safe.
 //
-// Lock order: Catalog::mu_ before Catalog::snapshot_mu_ before GenerationState's Gate::mu_.
+// Lock order: Catalog::mu_ before GenerationState::schema_mu (taken exclusively only to publish
+// a new definition) before Catalog::snapshot_mu_; Gate::mu_ is a leaf.
 // mu_ is the one catalog lock (C12). It is held across catalog batch writes, because C1 and C6
 // need check, write and publish in one critical section; it is never held across network I/O,
 // never taken by record reads, and taken by record writes only to add attributes. It is never
