@@ -131,9 +131,11 @@ absl::Status LoadSlots(storage::Engine* engine, std::vector<Slot>* slots,
 }
 
 // Adds the changed slots to `batch`: record rows, index differences, record counts, and one
-// change-log entry each (D3, D4). Returns the log entries in slot order.
-std::vector<ChangeEntry> EmitSlots(storage::Engine* engine, const std::vector<Slot>& slots,
-                                   rocksdb::WriteBatch* batch) {
+// change-log entry each (D3, D4), under sequence numbers reserved in `db`'s log. The returned
+// reservation must live until the batch has committed (or failed): it holds the watermark.
+storage::ChangeLog::Reservation EmitSlots(storage::Engine* engine, storage::ChangeLog* log,
+                                          absl::string_view db, const std::vector<Slot>& slots,
+                                          rocksdb::WriteBatch* batch) {
   std::vector<ChangeEntry> entries;
   absl::btree_map<uint64_t, int64_t> count_deltas;
   for (const Slot& s : slots) {
@@ -174,7 +176,9 @@ std::vector<ChangeEntry> EmitSlots(storage::Engine* engine, const std::vector<Sl
                 storage::EncodeCountDelta(delta))
         .PermitUncheckedError();
   }
-  return entries;
+  storage::ChangeLog::Reservation seqs = log->Reserve(db, entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) log->Append(batch, db, seqs.first() + i, entries[i]);
+  return seqs;
 }
 
 // For a caller holding d's schema_mu shared through a lock the analysis cannot follow (one
@@ -347,16 +351,9 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
 
     // 5. One batch: records, index entries, counts, change-log entries (D3, D4).
     rocksdb::WriteBatch batch;
-    std::vector<ChangeEntry> entries = EmitSlots(engine_, slots, &batch);
-    storage::ChangeLog::Reservation seqs = log_->Reserve(def->database(), entries.size());
-    for (size_t i = 0; i < entries.size(); ++i) {
-      log_->Append(&batch, def->database(), seqs.first() + i, entries[i]);
-    }
-    if (entries.empty()) return result;
-    CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kWriteBeforeCommit));
-    CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
-    // why ignored: the write is durable; only crash, delay and block matter here.
-    CAIRN_FAULT(options_.faults, fault_points::kWriteAfterCommit).IgnoreError();
+    storage::ChangeLog::Reservation seqs = EmitSlots(engine_, log_, def->database(), slots, &batch);
+    if (seqs.count() == 0) return result;
+    CAIRN_RETURN_IF_ERROR(CommitLocal(&batch));
     return result;
   }
   return absl::AbortedError(absl::StrCat("the schema of ", def->QualifiedName(),
@@ -415,16 +412,18 @@ absl::StatusOr<WriteResult> RecordStore::Delete(absl::string_view db, absl::stri
     result.written.push_back(ids[i]);
   }
   rocksdb::WriteBatch batch;
-  std::vector<ChangeEntry> entries = EmitSlots(engine_, slots, &batch);
-  if (entries.empty()) return result;
-  storage::ChangeLog::Reservation seqs = log_->Reserve(def->database(), entries.size());
-  for (size_t i = 0; i < entries.size(); ++i) {
-    log_->Append(&batch, def->database(), seqs.first() + i, entries[i]);
-  }
-  CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kWriteBeforeCommit));
-  CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
-  CAIRN_FAULT(options_.faults, fault_points::kWriteAfterCommit).IgnoreError();
+  storage::ChangeLog::Reservation seqs = EmitSlots(engine_, log_, def->database(), slots, &batch);
+  if (seqs.count() == 0) return result;
+  CAIRN_RETURN_IF_ERROR(CommitLocal(&batch));
   return result;
+}
+
+absl::Status RecordStore::CommitLocal(rocksdb::WriteBatch* batch) {
+  CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kWriteBeforeCommit));
+  CAIRN_RETURN_IF_ERROR(engine_->Write(batch));
+  // why ignored: the write is durable; only crash, delay and block matter here.
+  CAIRN_FAULT(options_.faults, fault_points::kWriteAfterCommit).IgnoreError();
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -985,11 +984,7 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
 
     // 4. One batch: the applied rows, their log entries (for relay, R8) and `extra` (R6).
     rocksdb::WriteBatch batch;
-    std::vector<ChangeEntry> logged = EmitSlots(engine_, slots, &batch);
-    storage::ChangeLog::Reservation seqs = log_->Reserve(db, logged.size());
-    for (size_t i = 0; i < logged.size(); ++i) {
-      log_->Append(&batch, db, seqs.first() + i, logged[i]);
-    }
+    storage::ChangeLog::Reservation seqs = EmitSlots(engine_, log_, db, slots, &batch);
     if (extra) extra(&batch);
     if (batch.Count() == 0) return stats;
     CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));

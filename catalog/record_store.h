@@ -110,6 +110,8 @@ class RecordStore {
   // Removes `attribute`'s values from every record of `def`'s generation, then clears its
   // pending strip.
   absl::Status StripAttribute(const TableRef& def, absl::string_view attribute);
+  // Commits a local write's batch between its two fault points (records.write.*).
+  absl::Status CommitLocal(rocksdb::WriteBatch* batch);
   absl::StatusOr<TableRef> Resolve(absl::string_view db, absl::string_view table) const;
   // Re-reads `def`'s generation from the current snapshot after a schema change.
   absl::StatusOr<TableRef> Refresh(const TableRef& def) const;
