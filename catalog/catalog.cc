@@ -609,6 +609,18 @@ std::vector<uint64_t> Catalog::PendingDropsOfLocked(absl::string_view db,
   return out;
 }
 
+DropStats Catalog::drop_stats() const {
+  DropStats stats;
+  {
+    absl::MutexLock lock(&mu_);
+    stats.in_progress = pending_drops_.size();
+  }
+  stats.drains = drains_.load(std::memory_order_relaxed);
+  stats.drain_timeouts = drain_timeouts_.load(std::memory_order_relaxed);
+  stats.drain_time_total = absl::Microseconds(drain_micros_total_.load(std::memory_order_relaxed));
+  return stats;
+}
+
 absl::Status Catalog::DrainAndFinish(const std::vector<uint64_t>& generations) {
   CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kDropAfterTombstone));
   for (uint64_t generation : generations) {
@@ -621,8 +633,12 @@ absl::Status Catalog::DrainAndFinish(const std::vector<uint64_t>& generations) {
     }
     // Step 2, outside every catalog lock: refuse new work, cancel scans, wait for in-flight
     // operations of this generation only.
+    const absl::Time drain_start = absl::Now();
     absl::Status drained =
-        pending.def->state()->gate().Close(absl::Now() + options_.drop_drain_timeout);
+        pending.def->state()->gate().Close(drain_start + options_.drop_drain_timeout);
+    drain_micros_total_.fetch_add(absl::ToInt64Microseconds(absl::Now() - drain_start),
+                                  std::memory_order_relaxed);
+    (drained.ok() ? drains_ : drain_timeouts_).fetch_add(1, std::memory_order_relaxed);
     if (!drained.ok()) {
       spdlog::warn(
           "[{}] drop of {} did not drain: {}; the table stays unavailable until a "

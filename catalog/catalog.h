@@ -11,6 +11,7 @@
 // held while a drop drains (C9 step 2), so a drop does not stall other tables.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -67,6 +68,14 @@ struct PeerTableDef {
 
 enum class PeerDropResult { kDropped, kKept, kAbsent };
 absl::string_view PeerDropResultName(PeerDropResult r);  // "dropped" | "kept" | "absent" (R10)
+
+// Drop activity for /metrics.
+struct DropStats {
+  uint64_t in_progress = 0;     // generations between C9 step 1 and step 3
+  uint64_t drains = 0;          // C9 step 2 waits that completed
+  uint64_t drain_timeouts = 0;  // ... and that timed out
+  absl::Duration drain_time_total;
+};
 
 struct DropResult {
   bool timed = false;    // a marker was (or will be) recorded
@@ -127,6 +136,8 @@ class Catalog {
   // C14: C8 table by table; the database survives if any table does. Results per table.
   absl::StatusOr<std::vector<std::pair<std::string, PeerDropResult>>> ApplyPeerDropDatabase(
       absl::string_view db, Hlc dropped_time) ABSL_LOCKS_EXCLUDED(mu_);
+
+  DropStats drop_stats() const ABSL_LOCKS_EXCLUDED(mu_);
 
   uint64_t incarnation() const { return options_.incarnation; }
   const CatalogOptions& options() const { return options_; }
@@ -196,6 +207,11 @@ class Catalog {
   absl::flat_hash_set<std::string> logged_discards_ ABSL_GUARDED_BY(mu_);  // C4 log-once
   uint64_t next_drop_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::vector<SnapshotRef> to_notify_ ABSL_GUARDED_BY(mu_);
+
+  // C9 step 2 counters (drop_stats); updated outside mu_.
+  std::atomic<uint64_t> drains_{0};
+  std::atomic<uint64_t> drain_timeouts_{0};
+  std::atomic<int64_t> drain_micros_total_{0};
 
   mutable absl::Mutex snapshot_mu_;
   SnapshotRef snapshot_ ABSL_GUARDED_BY(snapshot_mu_);  // what readers get

@@ -197,6 +197,14 @@ std::unique_ptr<rocksdb::Iterator> Engine::NewIterator(Cf c, const rocksdb::Snap
   return std::make_unique<BoundedIterator>(db_.get(), cf(c), snapshot, std::string(upper_bound));
 }
 
+absl::Status Engine::Flush() {
+  CAIRN_RETURN_IF_ERROR(FromRocks(db_->FlushWAL(/*sync=*/true)));
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  std::vector<rocksdb::ColumnFamilyHandle*> all(handles_.begin(), handles_.end());
+  return FromRocks(db_->Flush(fo, all));
+}
+
 absl::Status Engine::health() const {
   absl::MutexLock lock(&mu_);
   return bg_error_;

@@ -63,6 +63,9 @@ class Engine {
   rocksdb::ColumnFamilyHandle* cf(Cf c) { return handles_[static_cast<int>(c)]; }
   const EngineOptions& options() const { return options_; }
 
+  // Syncs the WAL and flushes every family's memtable, waiting for it (clean shutdown).
+  absl::Status Flush();
+
   // Current sticky error (OK when healthy).
   absl::Status health() const ABSL_LOCKS_EXCLUDED(mu_);
 

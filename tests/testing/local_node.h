@@ -1,38 +1,9 @@
-// LocalNode: one node's storage engine, change log, catalog and record store, opened on a
-// directory, for tests and benchmarks that need the single-node core without a server.
+// The single-node core under its test names (catalog/local_node.h).
 #pragma once
 
-#include <memory>
-#include <string>
-
-#include "absl/status/statusor.h"
-#include "catalog/catalog.h"
-#include "catalog/record_store.h"
-#include "common/clock.h"
-#include "common/fault.h"
-#include "storage/change_log.h"
-#include "storage/engine.h"
+#include "catalog/local_node.h"
 
 namespace cairn::testing {
-
-struct LocalNodeOptions {
-  std::string name = "node-a";
-  bool sync_writes = false;
-  absl::Duration drop_drain_timeout = absl::Seconds(10);
-  Clock* clock = nullptr;           // null: the system clock
-  FaultRegistry* faults = nullptr;  // null: none
-};
-
-struct LocalNode {
-  static absl::StatusOr<std::unique_ptr<LocalNode>> Open(const std::string& path,
-                                                         const LocalNodeOptions& options = {});
-  ~LocalNode();
-
-  std::unique_ptr<HybridClock> hlc;
-  std::unique_ptr<storage::Engine> engine;
-  std::unique_ptr<storage::ChangeLog> log;
-  std::unique_ptr<catalog::Catalog> catalog;
-  std::unique_ptr<catalog::RecordStore> records;
-};
-
+using catalog::LocalNode;
+using catalog::LocalNodeOptions;
 }  // namespace cairn::testing

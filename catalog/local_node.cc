@@ -1,8 +1,8 @@
-#include "tests/testing/local_node.h"
+#include "catalog/local_node.h"
 
 #include "common/status.h"
 
-namespace cairn::testing {
+namespace cairn::catalog {
 
 absl::StatusOr<std::unique_ptr<LocalNode>> LocalNode::Open(const std::string& path,
                                                            const LocalNodeOptions& options) {
@@ -16,21 +16,23 @@ absl::StatusOr<std::unique_ptr<LocalNode>> LocalNode::Open(const std::string& pa
   CAIRN_ASSIGN_OR_RETURN(node->engine, storage::Engine::Open(eo));
   node->log = std::make_unique<storage::ChangeLog>(node->engine.get());
   CAIRN_RETURN_IF_ERROR(node->log->Recover());
-  catalog::CatalogOptions co;
+  CatalogOptions co;
   co.node_name = options.name;
   co.hlc = node->hlc.get();
   co.faults = options.faults;
   co.drop_drain_timeout = options.drop_drain_timeout;
-  CAIRN_ASSIGN_OR_RETURN(node->catalog, catalog::Catalog::Open(node->engine.get(), co));
-  catalog::RecordStoreOptions ro;
+  CAIRN_ASSIGN_OR_RETURN(node->catalog, Catalog::Open(node->engine.get(), co));
+  RecordStoreOptions ro;
   ro.node_name = options.name;
   ro.hlc = node->hlc.get();
   ro.faults = options.faults;
-  node->records = std::make_unique<catalog::RecordStore>(node->engine.get(), node->log.get(),
-                                                         node->catalog.get(), ro);
+  node->records =
+      std::make_unique<RecordStore>(node->engine.get(), node->log.get(), node->catalog.get(), ro);
   CAIRN_RETURN_IF_ERROR(node->records->ResumePendingStrips());
   return node;
 }
+
+absl::Status LocalNode::Flush() { return engine->Flush(); }
 
 LocalNode::~LocalNode() {
   // Reverse order of dependency.
@@ -40,4 +42,4 @@ LocalNode::~LocalNode() {
   engine.reset();
 }
 
-}  // namespace cairn::testing
+}  // namespace cairn::catalog

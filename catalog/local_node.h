@@ -1,0 +1,42 @@
+// LocalNode: one node's storage engine, change log, catalog and record store, opened on a
+// directory and wired together in dependency order. cairnd serves one; tests and benchmarks
+// use it directly when they need the single-node core without a server.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "catalog/catalog.h"
+#include "catalog/record_store.h"
+#include "common/clock.h"
+#include "common/fault.h"
+#include "storage/change_log.h"
+#include "storage/engine.h"
+
+namespace cairn::catalog {
+
+struct LocalNodeOptions {
+  std::string name = "node-a";
+  bool sync_writes = false;
+  absl::Duration drop_drain_timeout = absl::Seconds(10);
+  Clock* clock = nullptr;           // null: the system clock
+  FaultRegistry* faults = nullptr;  // null: none
+};
+
+struct LocalNode {
+  static absl::StatusOr<std::unique_ptr<LocalNode>> Open(const std::string& path,
+                                                         const LocalNodeOptions& options = {});
+  ~LocalNode();
+
+  // Syncs the WAL and flushes memtables, so the next open replays nothing (clean shutdown).
+  absl::Status Flush();
+
+  std::unique_ptr<HybridClock> hlc;
+  std::unique_ptr<storage::Engine> engine;
+  std::unique_ptr<storage::ChangeLog> log;
+  std::unique_ptr<Catalog> catalog;
+  std::unique_ptr<RecordStore> records;
+};
+
+}  // namespace cairn::catalog

@@ -1,0 +1,229 @@
+// cairn: the command-line client of a cairn node's operations API (SPEC §6).
+//
+//   cairn [--node HOST:PORT] [--user U] [--password-file F] COMMAND ...
+//     op '<json>' | op @file.json | op -     run any operation, print the answer
+//     status                                  this node and its peer links
+//     describe [DB[.TABLE]]                   databases, tables, attributes, record counts
+//     get DB.TABLE ID [ID ...]                records by primary key
+//     put DB.TABLE '<json record or array>'   upsert records
+//     search DB.TABLE ATTRIBUTE VALUE         records whose attribute matches (VALUE * = all)
+//
+// The node defaults to $CAIRN_NODE or 127.0.0.1:9925; credentials come from the flags or
+// $CAIRN_ADMIN_USER / $CAIRN_ADMIN_PASSWORD. Exit status 0 on success; 1 with the server's
+// message when the operation fails; 2 for a usage error; 3 when the node cannot be reached.
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "httplib.h"
+#include "nlohmann/json.hpp"
+#include "node/config.h"
+
+namespace {
+
+using nlohmann::json;
+
+struct Connection {
+  std::string node;
+  std::string user;
+  std::string password;
+};
+
+int Usage(const std::string& message) {
+  std::fprintf(stderr, "cairn: %s\n", message.c_str());
+  return 2;
+}
+
+// Sends one operation; prints the answer (pretty JSON) or the error. Returns the exit status.
+int Run(const Connection& c, const json& operation, bool quiet = false, json* answer = nullptr) {
+  auto address = cairn::node::ParseHostPort(c.node, "--node");
+  if (!address.ok()) return Usage(std::string(address.status().message()));
+  httplib::Client client(address->host, address->port);
+  client.set_connection_timeout(5, 0);
+  client.set_read_timeout(300, 0);
+  if (!c.password.empty()) client.set_basic_auth(c.user, c.password);
+  auto res = client.Post("/", operation.dump(), "application/json");
+  if (!res) {
+    std::fprintf(stderr, "cairn: cannot reach %s: %s\n", c.node.c_str(),
+                 httplib::to_string(res.error()).c_str());
+    return 3;
+  }
+  json body = json::parse(res->body, nullptr, /*allow_exceptions=*/false);
+  if (res->status != 200) {
+    if (body.is_object() && body.contains("error")) {
+      std::fprintf(stderr, "cairn: %s (%s, HTTP %d)\n", body["error"].dump().c_str(),
+                   body.value("code", "?").c_str(), res->status);
+    } else {
+      std::fprintf(stderr, "cairn: HTTP %d: %s\n", res->status, res->body.c_str());
+    }
+    return 1;
+  }
+  if (body.is_discarded()) {
+    std::fprintf(stderr, "cairn: the answer is not complete JSON (%zu bytes)\n", res->body.size());
+    return 1;
+  }
+  if (!quiet) std::printf("%s\n", body.dump(2).c_str());
+  if (answer != nullptr) *answer = std::move(body);
+  return 0;
+}
+
+// "db.table" -> {"database": db, "table": table}.
+bool SplitTable(const std::string& name, json* op) {
+  std::vector<std::string> parts = absl::StrSplit(name, absl::MaxSplits('.', 1));
+  if (parts.size() != 2 || parts[0].empty() || parts[1].empty()) return false;
+  (*op)["database"] = parts[0];
+  (*op)["table"] = parts[1];
+  return true;
+}
+
+// A primary key from the command line: an integer when it reads as one, else a string.
+json KeyArgument(const std::string& arg) {
+  int64_t n = 0;
+  if (absl::SimpleAtoi(arg, &n) && absl::StrCat(n) == arg) return n;
+  return arg;
+}
+
+std::string ReadAll(std::istream& in) {
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void PrintStatus(const json& s) {
+  std::printf("node %s\n", s.value("node_name", "?").c_str());
+  const json& connections = s.contains("connections") ? s["connections"] : json::array();
+  if (connections.empty()) std::printf("  no peers\n");
+  for (const json& c : connections) {
+    std::printf("  %-16s %-22s %s", c.value("name", "?").c_str(), c.value("url", "?").c_str(),
+                c.value("connected", false) ? "connected" : "disconnected");
+    if (c.value("connected", false)) {
+      std::printf("  lag %s entries / %s ms", c.value("lag_entries", json(0)).dump().c_str(),
+                  c.value("lag_ms", json(0)).dump().c_str());
+    }
+    if (c.contains("full_copy") && c["full_copy"].value("active", false)) {
+      std::printf("  full copy %s%%", c["full_copy"].value("percent", json(0)).dump().c_str());
+    }
+    const std::string error = c.value("last_error", "");
+    if (!error.empty()) std::printf("  (%s)", error.c_str());
+    std::printf("\n");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Connection c;
+  const char* env_node = std::getenv("CAIRN_NODE");
+  c.node = env_node != nullptr ? env_node : "127.0.0.1:9925";
+  const char* env_user = std::getenv("CAIRN_ADMIN_USER");
+  c.user = env_user != nullptr ? env_user : "admin";
+  const char* env_password = std::getenv("CAIRN_ADMIN_PASSWORD");
+  if (env_password != nullptr) c.password = env_password;
+  std::string password_file;
+
+  CLI::App app("cairn: run operations on a cairn node", "cairn");
+  app.require_subcommand(1);
+  app.add_option("--node", c.node, "HOST:PORT of the node's operations API ($CAIRN_NODE)")
+      ->capture_default_str();
+  app.add_option("--user", c.user, "admin user ($CAIRN_ADMIN_USER)")->capture_default_str();
+  app.add_option("--password-file", password_file,
+                 "file with the password ($CAIRN_ADMIN_PASSWORD)");
+
+  std::string op_text;
+  auto* op = app.add_subcommand("op", "run an operation: '<json>', @FILE, or - for stdin");
+  op->add_option("operation", op_text, "the operation JSON")->default_val("-");
+  auto* status = app.add_subcommand("status", "show this node and its peer links");
+  std::string describe_what;
+  auto* describe = app.add_subcommand("describe", "describe everything, a database or a table");
+  describe->add_option("what", describe_what, "DB or DB.TABLE");
+  std::string table;
+  std::vector<std::string> ids;
+  auto* get = app.add_subcommand("get", "records by primary key");
+  get->add_option("table", table, "DB.TABLE")->required();
+  get->add_option("ids", ids, "primary keys")->required();
+  std::string record_text;
+  auto* put = app.add_subcommand("put", "upsert a record (or an array of records)");
+  put->add_option("table", table, "DB.TABLE")->required();
+  put->add_option("record", record_text, "the record JSON, or - for stdin")->required();
+  std::string attribute, value;
+  auto* search = app.add_subcommand("search", "records whose attribute matches a value");
+  search->add_option("table", table, "DB.TABLE")->required();
+  search->add_option("attribute", attribute, "attribute name")->required();
+  search->add_option("value", value, "value; * matches all, a trailing * matches a prefix")
+      ->required();
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (!password_file.empty()) {
+    std::ifstream in(password_file);
+    if (!in) return Usage("cannot read " + password_file);
+    c.password = std::string(absl::StripTrailingAsciiWhitespace(ReadAll(in)));
+  }
+
+  if (op->parsed()) {
+    std::string text = op_text;
+    if (text == "-") {
+      text = ReadAll(std::cin);
+    } else if (!text.empty() && text[0] == '@') {
+      std::ifstream in(text.substr(1));
+      if (!in) return Usage("cannot read " + text.substr(1));
+      text = ReadAll(in);
+    }
+    json operation = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (operation.is_discarded()) return Usage("the operation is not valid JSON");
+    return Run(c, operation);
+  }
+  if (status->parsed()) {
+    json answer;
+    int rc = Run(c, {{"operation", "cluster_status"}}, /*quiet=*/true, &answer);
+    if (rc == 0) PrintStatus(answer);
+    return rc;
+  }
+  if (describe->parsed()) {
+    json operation = {{"operation", "describe_all"}};
+    if (!describe_what.empty()) {
+      if (describe_what.find('.') != std::string::npos) {
+        operation = {{"operation", "describe_table"}};
+        if (!SplitTable(describe_what, &operation)) return Usage("expected DB or DB.TABLE");
+      } else {
+        operation = {{"operation", "describe_database"}, {"database", describe_what}};
+      }
+    }
+    return Run(c, operation);
+  }
+  json operation = json::object();
+  if (!SplitTable(table, &operation)) return Usage("expected DB.TABLE, got '" + table + "'");
+  if (get->parsed()) {
+    operation["operation"] = "search_by_id";
+    operation["ids"] = json::array();
+    for (const std::string& id : ids) operation["ids"].push_back(KeyArgument(id));
+    operation["get_attributes"] = {"*"};
+    return Run(c, operation);
+  }
+  if (put->parsed()) {
+    if (record_text == "-") record_text = ReadAll(std::cin);
+    json records = json::parse(record_text, nullptr, /*allow_exceptions=*/false);
+    if (records.is_discarded()) return Usage("the record is not valid JSON");
+    if (!records.is_array()) records = json::array({records});
+    operation["operation"] = "upsert";
+    operation["records"] = std::move(records);
+    return Run(c, operation);
+  }
+  if (search->parsed()) {
+    operation["operation"] = "search_by_value";
+    operation["attribute"] = attribute;
+    operation["value"] = value == "*" ? json(value) : KeyArgument(value);
+    operation["get_attributes"] = {"*"};
+    return Run(c, operation);
+  }
+  return Usage("no command");
+}

@@ -1,0 +1,192 @@
+// cairnd: runs one cairn node (SPEC §6).
+//
+//   cairnd --name n1 --data-dir var/n1 [--ops-listen 127.0.0.1:9925] [--config node.yaml] ...
+//
+// Startup: parse the configuration, open the data directory (completing interrupted drops,
+// C10), serve the operations API and the peer port, then write <data-dir>/ready.json with the
+// bound addresses. SIGTERM or SIGINT: refuse new requests (503), finish in-flight ones, flush,
+// remove ready.json, exit 0. SIGKILL at any moment loses no acknowledged write: every write
+// is in the WAL before it is acknowledged.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "catalog/local_node.h"
+#include "common/fault.h"
+#include "common/status.h"
+#include "grpcpp/generic/async_generic_service.h"
+#include "grpcpp/grpcpp.h"
+#include "node/config.h"
+#include "node/http_server.h"
+#include "node/metrics.h"
+#include "node/ops_api.h"
+#include "node/ready_file.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/spdlog.h"
+
+namespace cairn::node {
+namespace {
+
+void SetUpLogging(const NodeConfig& config) {
+  auto logger = spdlog::stderr_color_mt(config.name);
+  // One line per event: time, level, node name, message (STYLE: structured, greppable).
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l node=%n %v", spdlog::pattern_time_type::utc);
+  logger->set_level(spdlog::level::from_str(config.log_level));
+  logger->flush_on(spdlog::level::warn);
+  spdlog::set_default_logger(logger);
+}
+
+void AddNodeMetrics(Metrics* metrics, catalog::LocalNode* node) {
+  catalog::Catalog* catalog = node->catalog.get();
+  metrics->AddExternal(
+      {"cairn_catalog_tables", "Live table generations in the catalog.", "gauge", [catalog] {
+         double n = 0;
+         for (const auto& [name, db] : catalog->Snapshot()->databases) {
+           n += db->tables.size();
+         }
+         return n;
+       }});
+  metrics->AddExternal({"cairn_catalog_databases", "Databases in the catalog.", "gauge", [catalog] {
+                          return static_cast<double>(catalog->Snapshot()->databases.size());
+                        }});
+  metrics->AddExternal(
+      {"cairn_drops_in_progress", "Table drops between tombstone and finish (C9).", "gauge",
+       [catalog] { return static_cast<double>(catalog->drop_stats().in_progress); }});
+  metrics->AddExternal({"cairn_drop_drains_total", "Drop drains completed (C9 step 2).", "counter",
+                        [catalog] { return static_cast<double>(catalog->drop_stats().drains); }});
+  metrics->AddExternal(
+      {"cairn_drop_drain_timeouts_total", "Drop drains that timed out (C9).", "counter",
+       [catalog] { return static_cast<double>(catalog->drop_stats().drain_timeouts); }});
+  metrics->AddExternal(
+      {"cairn_drop_drain_seconds_total", "Time drops spent waiting for in-flight work (C9 step 2).",
+       "counter",
+       [catalog] { return absl::ToDoubleSeconds(catalog->drop_stats().drain_time_total); }});
+}
+
+// The peer port. Peer links (the Link and Forward services) are served here by the
+// replication layer; until then it answers UNIMPLEMENTED, but it is bound, so the port a
+// cluster is configured with is owned by this node from the start.
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartPeerServer(const HostPort& listen,
+                                                              HostPort* bound) {
+  // Until the peer services exist, a generic service answers every call UNIMPLEMENTED (and
+  // gives gRPC a service to poll).
+  static grpc::CallbackGenericService unimplemented;
+  grpc::ServerBuilder builder;
+  builder.RegisterCallbackGenericService(&unimplemented);
+  int port = 0;
+  builder.AddListeningPort(listen.ToString(), grpc::InsecureServerCredentials(), &port);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    return Error(ErrorCode::kInternal,
+                 absl::StrCat("cannot listen on ", listen.ToString(), " for peers"));
+  }
+  *bound = listen;
+  bound->port = port;
+  return server;
+}
+
+int Run(const NodeConfig& config) {
+  // Every thread inherits this mask: SIGTERM and SIGINT are taken by sigwait() below only.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  SetUpLogging(config);
+  auto fail = [&](absl::string_view what, const absl::Status& s) {
+    spdlog::critical("{}: {}", std::string(what), s.ToString());
+    spdlog::shutdown();
+    return 1;
+  };
+
+  std::error_code ec;
+  std::filesystem::create_directories(config.data_dir, ec);
+  if (ec) return fail("creating the data directory", Error(ErrorCode::kInternal, ec.message()));
+  const std::string ready_path = config.data_dir + "/ready.json";
+  std::filesystem::remove(ready_path, ec);  // left by a killed process; not ours to trust
+
+  FaultRegistry faults;
+  for (const std::string& spec : config.faults) {
+    if (absl::Status s = faults.SetFromSpec(spec); !s.ok()) return fail("--fault", s);
+    spdlog::warn("fault armed at start: {}", spec);
+  }
+
+  catalog::LocalNodeOptions node_options;
+  node_options.name = config.name;
+  node_options.sync_writes = config.sync_writes;
+  node_options.drop_drain_timeout = config.drop_drain_timeout;
+  node_options.faults = config.enable_test_hooks ? &faults : nullptr;
+  const absl::Time open_start = absl::Now();
+  auto node = catalog::LocalNode::Open(config.data_dir + "/db", node_options);
+  if (!node.ok()) return fail("opening " + config.data_dir, node.status());
+  spdlog::info("opened {} in {}", config.data_dir, absl::FormatDuration(absl::Now() - open_start));
+
+  Metrics metrics;
+  AddNodeMetrics(&metrics, node->get());
+  OpsApiOptions api_options;
+  api_options.node_name = config.name;
+  api_options.enable_test_hooks = config.enable_test_hooks;
+  api_options.peers = config.peers;
+  api_options.faults = &faults;
+  OpsApi api(node->get(), api_options);
+
+  HttpServerOptions http_options;
+  http_options.node_name = config.name;
+  http_options.listen = config.ops_listen;
+  http_options.admin_user = config.admin_user;
+  http_options.admin_password = config.admin_password;
+  http_options.max_body_bytes = config.max_body_bytes;
+  http_options.threads = HttpThreadsFor(config);
+  HttpServer http(&api, &metrics, http_options);
+  absl::StatusOr<HostPort> ops = http.Start();
+  if (!ops.ok()) return fail("operations API", ops.status());
+
+  HostPort peer;
+  auto peer_server = StartPeerServer(config.peer_listen, &peer);
+  if (!peer_server.ok()) return fail("peer port", peer_server.status());
+
+  ReadyInfo ready{config.name, ops->ToString(), peer.ToString(), static_cast<int>(getpid())};
+  if (absl::Status s = WriteReadyFile(ready_path, ready); !s.ok()) return fail("ready.json", s);
+  if (config.admin_password.empty()) {
+    spdlog::warn(
+        "no admin password configured: the operations API accepts every request, so "
+        "it listens on loopback only");
+  }
+  spdlog::info("serving: ops {} (HTTP, {} threads), peer {}; ready file {}", ops->ToString(),
+               http_options.threads, peer.ToString(), ready_path);
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  const absl::Time stop_start = absl::Now();
+  spdlog::info("signal {}: draining", signal_number);
+  http.BeginDrain();
+  http.Stop();
+  (*peer_server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  absl::Status flushed = (*node)->Flush();
+  if (!flushed.ok()) spdlog::error("flush at shutdown: {}", flushed.ToString());
+  node->reset();
+  std::filesystem::remove(ready_path, ec);
+  spdlog::info("stopped in {}", absl::FormatDuration(absl::Now() - stop_start));
+  spdlog::shutdown();
+  return flushed.ok() ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace cairn::node
+
+int main(int argc, char** argv) {
+  cairn::node::ParsedCommandLine parsed = cairn::node::ParseCommandLine(argc, argv);
+  if (!parsed.run) {
+    std::fputs(parsed.message.c_str(), parsed.exit_code == 0 ? stdout : stderr);
+    return parsed.exit_code;
+  }
+  return cairn::node::Run(parsed.config);
+}

@@ -1,0 +1,244 @@
+#include "node/config.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "catalog/names.h"
+#include "common/fault.h"
+#include "common/status.h"
+#include "yaml-cpp/yaml.h"
+
+namespace cairn::node {
+namespace {
+
+// Reads the --config file for CLI11: top-level scalars and lists of scalars become option
+// values under the same name ('_' and '-' are interchangeable). `peers` may also be a map
+// {NAME: HOST:PORT}. Anything else is a configuration error naming the key.
+class YamlConfig : public CLI::Config {
+ public:
+  std::string to_config(const CLI::App*, bool, bool, std::string) const override { return ""; }
+
+  std::vector<CLI::ConfigItem> from_config(std::istream& input) const override {
+    YAML::Node root;
+    try {
+      root = YAML::Load(input);
+    } catch (const YAML::Exception& e) {
+      throw CLI::ConfigError(absl::StrCat("config file is not valid YAML: ", e.what()));
+    }
+    std::vector<CLI::ConfigItem> items;
+    if (root.IsNull()) return items;
+    if (!root.IsMap()) throw CLI::ConfigError("config file must be a YAML mapping of flag: value");
+    for (const auto& entry : root) {
+      CLI::ConfigItem item;
+      item.name = absl::StrReplaceAll(entry.first.as<std::string>(), {{"_", "-"}});
+      if (item.name == "peers") item.name = "peer";
+      const YAML::Node& value = entry.second;
+      if (value.IsScalar()) {
+        item.inputs.push_back(value.as<std::string>());
+      } else if (value.IsSequence()) {
+        for (const auto& v : value) {
+          if (!v.IsScalar()) throw CLI::ConfigError("config key '" + item.name + "': nested lists");
+          item.inputs.push_back(v.as<std::string>());
+        }
+      } else if (value.IsMap() && item.name == "peer") {
+        for (const auto& p : value) {
+          item.inputs.push_back(p.first.as<std::string>() + "=" + p.second.as<std::string>());
+        }
+      } else if (!value.IsNull()) {
+        throw CLI::ConfigError("config key '" + item.name + "' has an unsupported value");
+      }
+      items.push_back(std::move(item));
+    }
+    return items;
+  }
+};
+
+absl::Status ReadSecretFile(const std::string& path, std::string* out) {
+  std::ifstream in(path);
+  if (!in) return Error(ErrorCode::kBadRequest, absl::StrCat("cannot read '", path, "'"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *out = std::string(absl::StripTrailingAsciiWhitespace(ss.str()));
+  if (out->empty()) return Error(ErrorCode::kBadRequest, absl::StrCat("'", path, "' is empty"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string HostPort::ToString() const {
+  if (absl::StrContains(host, ':')) return absl::StrCat("[", host, "]:", port);
+  return absl::StrCat(host, ":", port);
+}
+
+absl::StatusOr<HostPort> ParseHostPort(absl::string_view text, absl::string_view what) {
+  auto bad = [&](absl::string_view why) {
+    return Error(ErrorCode::kBadRequest,
+                 absl::StrCat(what, ": '", text, "' is not HOST:PORT (", why, ")"));
+  };
+  size_t colon = text.rfind(':');
+  if (colon == absl::string_view::npos) return bad("no port");
+  HostPort hp;
+  absl::string_view host = text.substr(0, colon);
+  if (absl::StartsWith(host, "[") && absl::EndsWith(host, "]")) {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.empty()) return bad("no host");
+  hp.host = std::string(host);
+  if (!absl::SimpleAtoi(text.substr(colon + 1), &hp.port) || hp.port < 0 || hp.port > 65535) {
+    return bad("port must be 0-65535");
+  }
+  return hp;
+}
+
+bool IsLoopbackHost(absl::string_view host) {
+  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
+}
+
+absl::Status ValidateConfig(const NodeConfig& c) {
+  if (c.name.empty()) return Error(ErrorCode::kBadRequest, "--name is required");
+  if (absl::Status s = catalog::ValidateDatabaseName(c.name); !s.ok()) {
+    return Error(ErrorCode::kBadRequest, absl::StrCat("--name: ", s.message()));
+  }
+  if (c.data_dir.empty()) return Error(ErrorCode::kBadRequest, "--data-dir is required");
+  if (c.admin_password.empty()) {
+    for (const HostPort* hp : {&c.ops_listen, &c.peer_listen}) {
+      if (!IsLoopbackHost(hp->host)) {
+        return Error(ErrorCode::kBadRequest,
+                     absl::StrCat("refusing to listen on ", hp->ToString(),
+                                  " without an admin password: set --admin-password-file or "
+                                  "CAIRN_ADMIN_PASSWORD, or listen on 127.0.0.1"));
+      }
+    }
+  }
+  if (!c.faults.empty() && !c.enable_test_hooks) {
+    return Error(ErrorCode::kBadRequest, "--fault needs --enable-test-hooks");
+  }
+  for (const std::string& spec : c.faults) {
+    std::string name;
+    FaultAction action;
+    if (absl::Status s = ParseFaultSpec(spec, &name, &action); !s.ok()) {
+      return Error(ErrorCode::kBadRequest, absl::StrCat("--fault ", spec, ": ", s.message()));
+    }
+  }
+  for (const PeerConfig& p : c.peers) {
+    if (p.name == c.name) {
+      return Error(ErrorCode::kBadRequest, absl::StrCat("--peer ", p.name, ": that is this node"));
+    }
+  }
+  if (c.max_body_bytes < 1024) {
+    return Error(ErrorCode::kBadRequest, "--max-body-bytes must be at least 1024");
+  }
+  if (c.drop_drain_timeout <= absl::ZeroDuration()) {
+    return Error(ErrorCode::kBadRequest, "--drop-drain-timeout must be positive");
+  }
+  return absl::OkStatus();
+}
+
+int HttpThreadsFor(const NodeConfig& config) {
+  if (config.http_threads > 0) return config.http_threads;
+  // Threads mostly wait on clients; 64 covers the benchmark's 32 keep-alive clients plus
+  // headroom for slow ones, and more cores get proportionally more.
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(64, 16 * cores);
+}
+
+ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
+  ParsedCommandLine out;
+  NodeConfig& c = out.config;
+  std::string ops_listen = c.ops_listen.ToString();
+  std::string peer_listen = c.peer_listen.ToString();
+  std::vector<std::string> peers;
+  std::string password_file;
+  std::string drain_timeout = "10s";
+
+  CLI::App app("cairnd: one node of a cairn cluster. See docs/operations.md.", "cairnd");
+  app.config_formatter(std::make_shared<YamlConfig>());
+  app.set_config("--config", "", "YAML file of flag: value pairs (flags given here win)");
+  app.allow_config_extras(false);
+  app.add_option("--name", c.name, "node name, unique in the cluster")->required();
+  app.add_option("--data-dir", c.data_dir, "directory of this node's data")->required();
+  app.add_option("--ops-listen", ops_listen, "HOST:PORT of the operations API (port 0: any)")
+      ->capture_default_str();
+  app.add_option("--peer-listen", peer_listen, "HOST:PORT of the peer service (port 0: any)")
+      ->capture_default_str();
+  app.add_option("--peer", peers, "NAME=HOST:PORT of a peer (repeatable)");
+  app.add_option("--cluster-secret-file", c.cluster_secret_file, "shared secret of the cluster");
+  app.add_option("--tls-cert-file", c.tls_cert_file, "this node's certificate (PEM)");
+  app.add_option("--tls-key-file", c.tls_key_file, "this node's private key (PEM)");
+  app.add_option("--tls-ca-file", c.tls_ca_file, "CA that signs the cluster's certificates");
+  app.add_option("--admin-user", c.admin_user, "operations API user (env CAIRN_ADMIN_USER)")
+      ->envname("CAIRN_ADMIN_USER")
+      ->capture_default_str();
+  app.add_option("--admin-password-file", password_file,
+                 "file holding the admin password (else env CAIRN_ADMIN_PASSWORD)");
+  app.add_option("--drop-drain-timeout", drain_timeout,
+                 "how long a drop waits for in-flight work (SPEC C9)")
+      ->capture_default_str();
+  app.add_flag("--enable-test-hooks", c.enable_test_hooks, "allow fault injection operations");
+  app.add_option("--fault", c.faults, "NAME=ACTION[@P|@#N] fault point (test hooks only)");
+  app.add_flag("--sync-writes", c.sync_writes, "fsync every write before acknowledging it");
+  app.add_option("--max-body-bytes", c.max_body_bytes, "largest request body accepted")
+      ->capture_default_str();
+  app.add_option("--http-threads", c.http_threads, "operations API threads (0: from the machine)")
+      ->capture_default_str();
+  app.add_option("--log-level", c.log_level, "trace, debug, info, warn, error")
+      ->capture_default_str();
+  app.set_version_flag("--version", "cairnd 0.1.0");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::ostringstream o, err;
+    out.exit_code = app.exit(e, o, err);
+    out.message = o.str() + err.str();
+    return out;
+  }
+
+  auto fail = [&](const absl::Status& s) {
+    out.exit_code = 2;
+    out.message =
+        absl::StrCat("cairnd: ", s.message(), "\nRun with --help for more information.\n");
+    return out;
+  };
+  auto ops = ParseHostPort(ops_listen, "--ops-listen");
+  if (!ops.ok()) return fail(ops.status());
+  c.ops_listen = *ops;
+  auto peer = ParseHostPort(peer_listen, "--peer-listen");
+  if (!peer.ok()) return fail(peer.status());
+  c.peer_listen = *peer;
+  for (const std::string& p : peers) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(p, absl::MaxSplits('=', 1));
+    auto address = ParseHostPort(kv.second, absl::StrCat("--peer ", p));
+    if (kv.first.empty() || !address.ok()) {
+      return fail(
+          Error(ErrorCode::kBadRequest, absl::StrCat("--peer '", p, "' is not NAME=HOST:PORT")));
+    }
+    c.peers.push_back({kv.first, *address});
+  }
+  if (!absl::ParseDuration(drain_timeout, &c.drop_drain_timeout)) {
+    return fail(Error(ErrorCode::kBadRequest, absl::StrCat("--drop-drain-timeout '", drain_timeout,
+                                                           "' is not a duration like 10s")));
+  }
+  if (!password_file.empty()) {
+    if (absl::Status s = ReadSecretFile(password_file, &c.admin_password); !s.ok()) {
+      return fail(Annotate(s, "--admin-password-file"));
+    }
+  } else if (const char* env = std::getenv("CAIRN_ADMIN_PASSWORD"); env != nullptr) {
+    c.admin_password = env;
+  }
+  if (absl::Status s = ValidateConfig(c); !s.ok()) return fail(s);
+  out.run = true;
+  return out;
+}
+
+}  // namespace cairn::node

@@ -1,0 +1,76 @@
+// NodeConfig: everything cairnd is started with (SPEC §6). Each flag can also be set in the
+// YAML file given by --config; a flag on the command line wins over the file. Parsing never
+// exits the process: help, errors and the usage text come back to main() as a result.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace cairn::node {
+
+// HOST:PORT. Port 0 asks the kernel for a free port.
+struct HostPort {
+  std::string host;
+  int port = 0;
+  std::string ToString() const;
+};
+// "127.0.0.1:9925", "[::1]:0", "localhost:80". BAD_REQUEST naming `what` when malformed.
+absl::StatusOr<HostPort> ParseHostPort(absl::string_view text, absl::string_view what);
+// True for 127.0.0.0/8, ::1 and "localhost".
+bool IsLoopbackHost(absl::string_view host);
+
+struct PeerConfig {
+  std::string name;
+  HostPort address;
+};
+
+struct NodeConfig {
+  std::string name;      // required; a C13 name
+  std::string data_dir;  // required
+  HostPort ops_listen{"127.0.0.1", 9925};
+  HostPort peer_listen{"127.0.0.1", 9933};
+  std::vector<PeerConfig> peers;  // --peer NAME=HOST:PORT
+  std::string cluster_secret_file;
+  std::string tls_cert_file, tls_key_file, tls_ca_file;
+
+  std::string admin_user = "admin";
+  std::string admin_password;  // empty: no authentication, loopback only
+  absl::Duration drop_drain_timeout = absl::Seconds(10);
+  bool enable_test_hooks = false;
+  std::vector<std::string> faults;  // --fault NAME=ACTION, only with enable_test_hooks
+  bool sync_writes = false;
+
+  uint64_t max_body_bytes = 10 << 20;  // SPEC §5: 10 MiB
+  int http_threads = 0;                // 0: sized from the machine (HttpThreadsFor)
+  std::string log_level = "info";
+};
+
+// What ParseCommandLine found: a config to run, or a text to print and an exit status
+// (--help, --version, or a usage error).
+struct ParsedCommandLine {
+  bool run = false;
+  NodeConfig config;
+  std::string message;  // for stdout when exit_code is 0, stderr otherwise
+  int exit_code = 0;
+};
+
+// Flags, then the --config YAML file, then CAIRN_ADMIN_USER / CAIRN_ADMIN_PASSWORD, then
+// --admin-password-file. Validates the result (ValidateConfig).
+ParsedCommandLine ParseCommandLine(int argc, const char* const* argv);
+
+// The rules a config must satisfy before the node starts: a name and a data directory,
+// valid addresses, test-hook faults only with --enable-test-hooks, and no non-loopback
+// listener without an admin password (SPEC §6). BAD_REQUEST says which rule failed.
+absl::Status ValidateConfig(const NodeConfig& config);
+
+// Pool threads for the operations API: one pooled thread serves one keep-alive connection,
+// so the pool bounds concurrent clients (docs/design/0002-node-program.md).
+int HttpThreadsFor(const NodeConfig& config);
+
+}  // namespace cairn::node

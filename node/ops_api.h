@@ -1,0 +1,95 @@
+// OpsApi: the operations of SPEC §5, from a request body to a reply, independent of HTTP.
+// Field names, aliases and answers follow Harper's operations API (`schema` = `database`,
+// `hash_attribute` = `primary_key`, `hash_values` = `ids`, `search_attribute` / `search_value`
+// = `attribute` / `value`). Every failure is a reply with the SPEC §5 status and
+// {"error", "code"}; nothing here throws or crashes on any input. Thread-safe: requests run
+// concurrently on the HTTP pool threads and share only the node.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "catalog/local_node.h"
+#include "common/fault.h"
+#include "nlohmann/json.hpp"
+#include "node/config.h"
+
+namespace cairn::node {
+
+// What an operation answers.
+struct Reply {
+  int status = 200;
+  std::string body;  // JSON text, unless `stream` is set
+  // A streamed answer (search_by_value): writes the JSON body in pieces through `write`,
+  // which returns false once the client is gone. Runs after the status line went out, so a
+  // failure can only cut the body short; the operation checks everything it can first.
+  std::function<void(const std::function<bool(absl::string_view)>& write)> stream;
+  std::string operation = "unknown";  // for metrics: a known operation name or "unknown"
+  std::string error_code;             // SPEC §5 code when status is not 200
+  uint64_t records_written = 0;
+};
+
+// The reply of a failed request: SPEC §5 status, {"error": message, "code": CODE}.
+Reply ErrorReply(const absl::Status& status);
+
+struct OpsApiOptions {
+  std::string node_name;
+  bool enable_test_hooks = false;   // the fault operations answer 403 without it (SPEC §6)
+  std::vector<PeerConfig> peers;    // static peers, listed by cluster_status
+  FaultRegistry* faults = nullptr;  // armed by the fault operations
+};
+
+class OpsApi {
+ public:
+  OpsApi(catalog::LocalNode* node, OpsApiOptions options);
+
+  // Parses and runs one `POST /` body.
+  Reply Handle(absl::string_view body) const;
+
+  // The operations this node answers, in SPEC §5 order (for help texts and tests).
+  static std::vector<std::string> OperationNames();
+
+ private:
+  class Fields;
+  using Handler = absl::StatusOr<Reply> (OpsApi::*)(const Fields&) const;
+  struct Operation {
+    const char* name;
+    Handler handler;
+    bool test_hook;
+  };
+  static const std::vector<Operation>& Operations();
+
+  absl::StatusOr<Reply> CreateDatabase(const Fields& f) const;
+  absl::StatusOr<Reply> DropDatabase(const Fields& f) const;
+  absl::StatusOr<Reply> DescribeDatabase(const Fields& f) const;
+  absl::StatusOr<Reply> DescribeAll(const Fields& f) const;
+  absl::StatusOr<Reply> CreateTable(const Fields& f) const;
+  absl::StatusOr<Reply> DescribeTable(const Fields& f) const;
+  absl::StatusOr<Reply> DropTable(const Fields& f) const;
+  absl::StatusOr<Reply> CreateAttribute(const Fields& f) const;
+  absl::StatusOr<Reply> DropAttribute(const Fields& f) const;
+  absl::StatusOr<Reply> Insert(const Fields& f) const;
+  absl::StatusOr<Reply> Upsert(const Fields& f) const;
+  absl::StatusOr<Reply> Update(const Fields& f) const;
+  absl::StatusOr<Reply> Delete(const Fields& f) const;
+  absl::StatusOr<Reply> SearchById(const Fields& f) const;
+  absl::StatusOr<Reply> SearchByValue(const Fields& f) const;
+  absl::StatusOr<Reply> ClusterStatus(const Fields& f) const;
+  absl::StatusOr<Reply> SetFault(const Fields& f) const;
+  absl::StatusOr<Reply> ClearFault(const Fields& f) const;
+
+  absl::StatusOr<Reply> Write(const Fields& f, catalog::WriteMode mode) const;
+  // describe_table's object for one table (Harper's fields plus ours).
+  absl::StatusOr<nlohmann::json> Describe(const catalog::TableDef& def) const;
+  // R10 entries for a drop while peer links do not exist yet.
+  nlohmann::json PeerDropStatuses() const;
+
+  catalog::LocalNode* const node_;
+  const OpsApiOptions options_;
+};
+
+}  // namespace cairn::node
