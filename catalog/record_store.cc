@@ -232,7 +232,7 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
     }
     in.pk = *pk;
     absl::Status s = storage::AppendPrimaryKey(in.pk, &in.encoded_pk);
-    if (!s.ok()) return Annotate(s, absl::StrCat("records[", i, "]"));
+    if (!s.ok()) return Annotate(s, absl::StrCat("records[", i, "].", def->primary_key()));
     inputs.push_back(std::move(in));
     if (inputs.back().owned.is_object()) inputs.back().record = &inputs.back().owned;
   }

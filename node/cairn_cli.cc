@@ -161,7 +161,11 @@ int main(int argc, char** argv) {
   search->add_option("value", value, "value; * matches all, a trailing * matches a prefix")
       ->required();
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // usage errors are 2, whatever CLI11 numbers them
+  }
 
   if (!password_file.empty()) {
     std::ifstream in(password_file);

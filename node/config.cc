@@ -165,13 +165,17 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   app.config_formatter(std::make_shared<YamlConfig>());
   app.set_config("--config", "", "YAML file of flag: value pairs (flags given here win)");
   app.allow_config_extras(false);
+  // A flag given twice (or in the file and on the command line) takes its last value, as a
+  // wrapper script that appends an override expects. Lists (--peer, --fault) collect all.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--name", c.name, "node name, unique in the cluster")->required();
   app.add_option("--data-dir", c.data_dir, "directory of this node's data")->required();
   app.add_option("--ops-listen", ops_listen, "HOST:PORT of the operations API (port 0: any)")
       ->capture_default_str();
   app.add_option("--peer-listen", peer_listen, "HOST:PORT of the peer service (port 0: any)")
       ->capture_default_str();
-  app.add_option("--peer", peers, "NAME=HOST:PORT of a peer (repeatable)");
+  app.add_option("--peer", peers, "NAME=HOST:PORT of a peer (repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--cluster-secret-file", c.cluster_secret_file, "shared secret of the cluster");
   app.add_option("--tls-cert-file", c.tls_cert_file, "this node's certificate (PEM)");
   app.add_option("--tls-key-file", c.tls_key_file, "this node's private key (PEM)");
@@ -185,7 +189,8 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
                  "how long a drop waits for in-flight work (SPEC C9)")
       ->capture_default_str();
   app.add_flag("--enable-test-hooks", c.enable_test_hooks, "allow fault injection operations");
-  app.add_option("--fault", c.faults, "NAME=ACTION[@P|@#N] fault point (test hooks only)");
+  app.add_option("--fault", c.faults, "NAME=ACTION[@P|@#N] fault point (test hooks only)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_flag("--sync-writes", c.sync_writes, "fsync every write before acknowledging it");
   app.add_option("--max-body-bytes", c.max_body_bytes, "largest request body accepted")
       ->capture_default_str();

@@ -2,6 +2,8 @@
 
 #include <sys/socket.h>
 
+#include <cerrno>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -62,9 +64,12 @@ absl::StatusOr<HostPort> HttpServer::Start() {
   svr.set_payload_max_length(options_.max_body_bytes);
   // httplib's default also sets SO_REUSEPORT, which lets a second node bind the same port
   // and silently take half its connections. Only SO_REUSEADDR here.
-  svr.set_socket_options([](int sock) {
+  // The callback sees the listening socket before bind(); remember it (see below).
+  int listen_fd = -1;
+  svr.set_socket_options([&listen_fd](int sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_fd = sock;
   });
 
   svr.set_pre_routing_handler([this](const httplib::Request&, httplib::Response&) {
@@ -171,6 +176,13 @@ absl::StatusOr<HostPort> HttpServer::Start() {
     if (port < 0) port = 0;
   } else if (!svr.bind_to_port(options_.listen.host, port)) {
     port = 0;
+  }
+  // cpp-httplib 0.11 listens with a backlog of 5: a burst of new connections overflows the
+  // accept queue, and connections completed by SYN cookies then lose their request (the client
+  // reads a reset). Linux lets listen() on a listening socket raise its backlog.
+  if (port != 0 && listen_fd >= 0 && ::listen(listen_fd, SOMAXCONN) != 0) {
+    spdlog::warn("[{}] could not raise the listen backlog: {}", options_.node_name,
+                 std::strerror(errno));
   }
   if (port == 0) {
     return Error(ErrorCode::kInternal, absl::StrCat("cannot listen on ", options_.listen.ToString(),

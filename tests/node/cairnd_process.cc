@@ -1,0 +1,156 @@
+#include "tests/node/cairnd_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status.h"
+#include "httplib.h"
+#include "node/ready_file.h"
+
+namespace cairn::testing {
+namespace {
+
+HttpAnswer ToAnswer(const httplib::Result& res) {
+  HttpAnswer a;
+  if (!res) {
+    a.body = "no answer: " + httplib::to_string(res.error());
+    return a;
+  }
+  a.status = res->status;
+  a.body = res->body;
+  a.json = nlohmann::json::parse(a.body, nullptr, /*allow_exceptions=*/false);
+  return a;
+}
+
+int WaitStatusToCode(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+}  // namespace
+
+std::string CairndPath() { return CAIRND_PATH; }
+std::string CairnCliPath() { return CAIRN_CLI_PATH; }
+
+absl::StatusOr<std::unique_ptr<CairndProcess>> CairndProcess::Start(const CairndOptions& options) {
+  std::unique_ptr<CairndProcess> p(new CairndProcess(options));
+  std::vector<std::string> args = {CairndPath(),  "--name",         options.name,
+                                   "--data-dir",  options.data_dir, "--ops-listen",
+                                   "127.0.0.1:0", "--peer-listen",  "127.0.0.1:0"};
+  args.insert(args.end(), options.args.begin(), options.args.end());
+  // Everything the child needs is built before fork(): between fork and exec a child of a
+  // threaded process may only make async-signal-safe calls.
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (!absl::StartsWith(*e, "CAIRN_ADMIN_")) env.emplace_back(*e);
+  }
+  env.push_back("CAIRN_ADMIN_USER=" + options.user);
+  if (!options.password.empty()) env.push_back("CAIRN_ADMIN_PASSWORD=" + options.password);
+  std::vector<char*> argv, envp;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const int log_fd =
+      ::open((options.data_dir + ".log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) return Error(ErrorCode::kInternal, "cannot open the node's log file");
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    ::close(log_fd);
+    return Error(ErrorCode::kInternal, "fork failed");
+  }
+  if (pid == 0) {
+    dup2(log_fd, 1);
+    dup2(log_fd, 2);
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  ::close(log_fd);
+  p->pid_ = pid;
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < deadline) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      p->pid_ = -1;
+      return Error(ErrorCode::kInternal,
+                   absl::StrCat("cairnd exited with ", WaitStatusToCode(status),
+                                " before it was ready:\n", p->log()));
+    }
+    auto ready = node::ReadReadyFile(options.data_dir + "/ready.json");
+    if (ready.ok() && ready->pid == pid) {
+      const size_t colon = ready->ops.rfind(':');
+      p->host_ = ready->ops.substr(0, colon);
+      p->port_ = std::stoi(ready->ops.substr(colon + 1));
+      return p;
+    }
+    absl::SleepFor(absl::Milliseconds(10));  // polling for the file, with a deadline
+  }
+  return Error(ErrorCode::kInternal, "cairnd did not write ready.json within 30 s:\n" + p->log());
+}
+
+CairndProcess::~CairndProcess() {
+  if (pid_ > 0) Stop(SIGKILL);
+}
+
+int CairndProcess::Stop(int sig, absl::Duration timeout) {
+  if (pid_ <= 0) return -1;
+  kill(pid_, sig);
+  const absl::Time deadline = absl::Now() + timeout;
+  int status = 0;
+  while (true) {
+    pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) break;
+    if (r < 0 && errno != EINTR) return -1;
+    if (absl::Now() > deadline) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+      pid_ = -1;
+      return -1;
+    }
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  pid_ = -1;
+  return WaitStatusToCode(status);
+}
+
+HttpAnswer CairndProcess::Post(const nlohmann::json& body, bool auth) const {
+  return PostRaw(body.dump(), auth);
+}
+
+HttpAnswer CairndProcess::PostRaw(const std::string& body, bool auth,
+                                  const std::string& authorization) const {
+  httplib::Client client(host_, port_);
+  client.set_read_timeout(60, 0);
+  httplib::Headers headers;
+  if (!authorization.empty()) {
+    headers.emplace("Authorization", authorization);
+  } else if (auth && !options_.password.empty()) {
+    client.set_basic_auth(options_.user, options_.password);
+  }
+  return ToAnswer(client.Post("/", headers, body, "application/json"));
+}
+
+HttpAnswer CairndProcess::Get(const std::string& path) const {
+  httplib::Client client(host_, port_);
+  return ToAnswer(client.Get(path));
+}
+
+std::string CairndProcess::log() const {
+  std::ifstream in(options_.data_dir + ".log");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace cairn::testing

@@ -1,0 +1,149 @@
+// The cairn command-line client against a real cairnd (SPEC §6): operations from an argument,
+// a file or stdin, the readable verbs, credentials from the environment, and exit statuses
+// that carry the server's message.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "tests/node/cairnd_process.h"
+#include "tests/testing/testing.h"
+
+namespace cairn::testing {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string Quote(const std::string& s) {
+  return "'" + absl::StrReplaceAll(s, {{"'", "'\\''"}}) + "'";
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CairndOptions o;
+    o.data_dir = dir_.Sub("n1");
+    auto node = CairndProcess::Start(o);
+    ASSERT_OK(node);
+    node_ = std::move(*node);
+  }
+
+  // Runs cairn with `args` against the node (or `node`), feeding `input` on stdin.
+  CliResult Cli(const std::vector<std::string>& args, const std::string& input = "",
+                const std::string& password = "test-password", std::string node = "") {
+    if (node.empty()) node = node_->ops_address();
+    std::ofstream(dir_.Sub("in")) << input;
+    std::string cmd =
+        absl::StrCat("CAIRN_NODE=", Quote(node), " CAIRN_ADMIN_USER=admin ",
+                     "CAIRN_ADMIN_PASSWORD=", Quote(password), " ", Quote(CairnCliPath()));
+    for (const std::string& a : args) absl::StrAppend(&cmd, " ", Quote(a));
+    absl::StrAppend(&cmd, " <", dir_.Sub("in"), " >", dir_.Sub("out"), " 2>", dir_.Sub("err"));
+    CliResult r;
+    const int status = std::system(cmd.c_str());
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = ReadFile(dir_.Sub("out"));
+    r.err = ReadFile(dir_.Sub("err"));
+    return r;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<CairndProcess> node_;
+};
+
+TEST_F(CliTest, OperationsFromAnArgumentAFileAndStdin) {
+  CliResult r =
+      Cli({"op", R"({"operation":"create_table","database":"d","table":"t","primary_key":"id"})"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("successfully created"));
+
+  std::ofstream(dir_.Sub("op.json"))
+      << R"({"operation":"insert","database":"d","table":"t","records":[{"id":1,"a":"x"}]})";
+  r = Cli({"op", "@" + dir_.Sub("op.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["inserted_hashes"], json::parse("[1]"));
+
+  r = Cli(
+      {"op"},
+      R"({"operation":"search_by_id","database":"d","table":"t","ids":[1],"get_attributes":["a"]})");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out), json::parse(R"([{"a":"x"}])"));
+}
+
+TEST_F(CliTest, ReadableVerbs) {
+  ASSERT_EQ(
+      Cli({"op", R"({"operation":"create_table","database":"d","table":"t","primary_key":"id"})"})
+          .exit_code,
+      0);
+  CliResult r = Cli({"put", "d.t", R"({"id": "k1", "colour": "red"})"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["upserted_hashes"], json::parse(R"(["k1"])"));
+  r = Cli({"put", "d.t", R"([{"id": 2, "colour": "blue"}, {"id": 3, "colour": "blue"}])"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  r = Cli({"get", "d.t", "k1", "2", "404"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json got = json::parse(r.out);
+  ASSERT_EQ(got.size(), 2u) << r.out;
+  EXPECT_EQ(got[0]["colour"], "red");
+  EXPECT_EQ(got[1]["id"], 2) << "a numeric argument is an integer key";
+
+  r = Cli({"search", "d.t", "colour", "blue"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out).size(), 2u);
+
+  r = Cli({"describe", "d.t"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["record_count"], 3);
+  r = Cli({"describe", "d"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(json::parse(r.out).contains("t"));
+  r = Cli({"describe"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(json::parse(r.out).contains("d"));
+
+  r = Cli({"status"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("node n1"));
+}
+
+TEST_F(CliTest, ErrorsExitNonZeroWithTheServersMessage) {
+  CliResult r = Cli({"get", "d.missing", "1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("DATABASE_NOT_FOUND"));
+  EXPECT_THAT(r.err, HasSubstr("'d'"));
+
+  r = Cli({"describe"}, "", "wrong-password");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("UNAUTHORIZED"));
+
+  r = Cli({"op", "{not json"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("not valid JSON"));
+  r = Cli({"get", "no-dot", "1"});
+  EXPECT_EQ(r.exit_code, 2);
+  r = Cli({"frobnicate"});
+  EXPECT_EQ(r.exit_code, 2);
+
+  r = Cli({"status"}, "", "test-password", "127.0.0.1:1");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("cannot reach"));
+}
+
+}  // namespace
+}  // namespace cairn::testing
