@@ -72,7 +72,7 @@ absl::StatusOr<HostPort> HttpServer::Start() {
     listen_fd = sock;
   });
 
-  svr.set_pre_routing_handler([this](const httplib::Request&, httplib::Response&) {
+  svr.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
     t_start = absl::Now();
     t_operation = "unknown";
     return httplib::Server::HandlerResponse::Unhandled;
@@ -106,9 +106,13 @@ absl::StatusOr<HostPort> HttpServer::Start() {
         std::string decoded;
         if (absl::Base64Unescape(absl::StripAsciiWhitespace(header.substr(6)), &decoded)) {
           const size_t colon = decoded.find(':');
-          ok = colon != std::string::npos &&
-               ConstantTimeEquals(decoded.substr(0, colon), options_.admin_user) &
-                   ConstantTimeEquals(decoded.substr(colon + 1), options_.admin_password);
+          if (colon != std::string::npos) {
+            // Both comparisons always run: the time taken does not tell which one failed.
+            const int user_ok = ConstantTimeEquals(decoded.substr(0, colon), options_.admin_user);
+            const int password_ok =
+                ConstantTimeEquals(decoded.substr(colon + 1), options_.admin_password);
+            ok = (user_ok & password_ok) != 0;
+          }
         }
       }
       if (!ok) {
