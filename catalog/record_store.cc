@@ -500,6 +500,15 @@ absl::Status RecordStore::SearchById(absl::string_view db, absl::string_view tab
   CAIRN_ASSIGN_OR_RETURN(TableRef def, Resolve(db, table));
   std::vector<std::string> fields;
   CAIRN_RETURN_IF_ERROR(ProjectInto(*def, options, &fields));
+  if (options.validate_only) {
+    std::string pk;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      pk.clear();
+      absl::Status st = storage::AppendPrimaryKey(ids[i], &pk);
+      if (!st.ok()) return Annotate(st, absl::StrCat("ids[", i, "]"));
+    }
+    return absl::OkStatus();
+  }
   CAIRN_ASSIGN_OR_RETURN(Gate::Token token, def->state()->Admit(def->QualifiedName()));
   Emitter emit(*def, options, std::move(fields), visit, options_.faults);
   storage::ScopedSnapshot snapshot(engine_);
@@ -538,6 +547,7 @@ absl::Status RecordStore::SearchByValue(absl::string_view db, absl::string_view 
   }
   std::vector<std::string> fields;
   CAIRN_RETURN_IF_ERROR(ProjectInto(*def, options, &fields));
+  if (options.validate_only) return absl::OkStatus();
   CAIRN_ASSIGN_OR_RETURN(Gate::Token token, def->state()->Admit(def->QualifiedName()));
   Emitter emit(*def, options, std::move(fields), visit, options_.faults);
   storage::ScopedSnapshot snapshot(engine_);
@@ -636,10 +646,14 @@ absl::Status RecordStore::SearchByValue(absl::string_view db, absl::string_view 
 
 absl::StatusOr<uint64_t> RecordStore::RecordCount(absl::string_view db, absl::string_view table) {
   CAIRN_ASSIGN_OR_RETURN(TableRef def, Resolve(db, table));
+  return RecordCount(*def);
+}
+
+absl::StatusOr<uint64_t> RecordStore::RecordCount(const TableDef& def) {
   std::string value;
   bool found = false;
   CAIRN_RETURN_IF_ERROR(
-      engine_->Get(Cf::kMeta, storage::CountKey(def->generation_id()), &value, &found));
+      engine_->Get(Cf::kMeta, storage::CountKey(def.generation_id()), &value, &found));
   if (!found) return 0;
   int64_t n = storage::DecodeCount(value);
   return n < 0 ? 0 : static_cast<uint64_t>(n);

@@ -46,6 +46,9 @@ struct SearchOptions {
   std::vector<std::string> get_attributes;  // empty or ["*"]: every attribute
   uint64_t limit = 0;                       // 0: no limit
   uint64_t offset = 0;
+  // Check the request (table, attribute, value, ids, projection) and visit nothing: lets a
+  // caller that streams its answer report errors before it commits to a status.
+  bool validate_only = false;
 };
 
 // What ApplyPeerEntries did, entry by entry (counts add up to the input size).
@@ -83,6 +86,8 @@ class RecordStore {
                              const SearchOptions& options, const Visitor& visit);
   // Exact count of live records (maintained in the write batches, not estimated).
   absl::StatusOr<uint64_t> RecordCount(absl::string_view db, absl::string_view table);
+  // ... of that generation, whatever the name holds now.
+  absl::StatusOr<uint64_t> RecordCount(const TableDef& def);
 
   // drop_attribute: the catalog change, then the values stripped from stored records.
   absl::Status DropAttribute(absl::string_view db, absl::string_view table,

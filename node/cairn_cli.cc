@@ -51,7 +51,8 @@ int Run(const Connection& c, const json& operation, bool quiet = false, json* an
   client.set_connection_timeout(5, 0);
   client.set_read_timeout(300, 0);
   if (!c.password.empty()) client.set_basic_auth(c.user, c.password);
-  auto res = client.Post("/", operation.dump(), "application/json");
+  auto res = client.Post("/", operation.dump(-1, ' ', false, json::error_handler_t::replace),
+                         "application/json");
   if (!res) {
     std::fprintf(stderr, "cairn: cannot reach %s: %s\n", c.node.c_str(),
                  httplib::to_string(res.error()).c_str());
@@ -71,7 +72,9 @@ int Run(const Connection& c, const json& operation, bool quiet = false, json* an
     std::fprintf(stderr, "cairn: the answer is not complete JSON (%zu bytes)\n", res->body.size());
     return 1;
   }
-  if (!quiet) std::printf("%s\n", body.dump(2).c_str());
+  if (!quiet) {
+    std::printf("%s\n", body.dump(2, ' ', false, json::error_handler_t::replace).c_str());
+  }
   if (answer != nullptr) *answer = std::move(body);
   return 0;
 }
@@ -120,7 +123,7 @@ void PrintStatus(const json& s) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   Connection c;
   const char* env_node = std::getenv("CAIRN_NODE");
   c.node = env_node != nullptr ? env_node : "127.0.0.1:9925";
@@ -230,4 +233,13 @@ int main(int argc, char** argv) {
     return Run(c, operation);
   }
   return Usage("no command");
+}
+
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {  // an answer of an unexpected shape, say
+    std::fprintf(stderr, "cairn: %s\n", e.what());
+    return 1;
+  }
 }

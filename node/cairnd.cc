@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -32,6 +33,9 @@
 
 namespace cairn::node {
 namespace {
+
+// Past this, a shutdown gives up waiting for in-flight requests (SPEC §6 allows 10 s).
+constexpr absl::Duration kShutdownDeadline = absl::Seconds(9);
 
 void SetUpLogging(const NodeConfig& config) {
   auto logger = spdlog::stderr_color_mt(config.name);
@@ -153,8 +157,6 @@ int Run(const NodeConfig& config) {
   auto peer_server = StartPeerServer(config.peer_listen, &peer);
   if (!peer_server.ok()) return fail("peer port", peer_server.status());
 
-  ReadyInfo ready{config.name, ops->ToString(), peer.ToString(), static_cast<int>(getpid())};
-  if (absl::Status s = WriteReadyFile(ready_path, ready); !s.ok()) return fail("ready.json", s);
   if (config.admin_password.empty()) {
     spdlog::warn(
         "no admin password configured: the operations API accepts every request, so "
@@ -162,11 +164,26 @@ int Run(const NodeConfig& config) {
   }
   spdlog::info("serving: ops {} (HTTP, {} threads), peer {}; ready file {}", ops->ToString(),
                http_options.threads, peer.ToString(), ready_path);
+  ReadyInfo ready{config.name, ops->ToString(), peer.ToString(), static_cast<int>(getpid())};
+  if (absl::Status s = WriteReadyFile(ready_path, ready); !s.ok()) return fail("ready.json", s);
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   const absl::Time stop_start = absl::Now();
   spdlog::info("signal {}: draining", signal_number);
+  std::filesystem::remove(ready_path, ec);  // no longer ready for new work
+  // SPEC §6: exit within 10 s. A request that will not finish (a drop waiting out its drain
+  // budget, a stream to a client that stopped reading) must not hold the process: past the
+  // deadline it exits without the flush, which loses nothing acknowledged (the WAL has it).
+  std::thread([] {
+    absl::SleepFor(kShutdownDeadline);
+    spdlog::error(
+        "shutdown took longer than {}; exiting without flushing (the WAL holds every "
+        "acknowledged write)",
+        absl::FormatDuration(kShutdownDeadline));
+    spdlog::shutdown();
+    _exit(0);
+  }).detach();
   http.BeginDrain();
   http.Stop();
   (*peer_server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));

@@ -1,5 +1,8 @@
 #include "node/config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
@@ -35,6 +38,15 @@ class YamlConfig : public CLI::Config {
     } catch (const YAML::Exception& e) {
       throw CLI::ConfigError(absl::StrCat("config file is not valid YAML: ", e.what()));
     }
+    try {
+      return Items(root);
+    } catch (const YAML::Exception& e) {  // e.g. a list where a name belongs
+      throw CLI::ConfigError(absl::StrCat("config file: ", e.what()));
+    }
+  }
+
+ private:
+  static std::vector<CLI::ConfigItem> Items(const YAML::Node& root) {
     std::vector<CLI::ConfigItem> items;
     if (root.IsNull()) return items;
     if (!root.IsMap()) throw CLI::ConfigError("config file must be a YAML mapping of flag: value");
@@ -101,7 +113,12 @@ absl::StatusOr<HostPort> ParseHostPort(absl::string_view text, absl::string_view
 }
 
 bool IsLoopbackHost(absl::string_view host) {
-  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
+  if (host == "localhost") return true;
+  const std::string h(host);
+  in_addr v4;
+  if (inet_pton(AF_INET, h.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6;
+  return inet_pton(AF_INET6, h.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
 absl::Status ValidateConfig(const NodeConfig& c) {
@@ -135,8 +152,11 @@ absl::Status ValidateConfig(const NodeConfig& c) {
       return Error(ErrorCode::kBadRequest, absl::StrCat("--peer ", p.name, ": that is this node"));
     }
   }
-  if (c.max_body_bytes < 1024) {
-    return Error(ErrorCode::kBadRequest, "--max-body-bytes must be at least 1024");
+  if (c.max_body_bytes < 1024 || c.max_body_bytes > (uint64_t{1} << 30)) {
+    return Error(ErrorCode::kBadRequest, "--max-body-bytes must be between 1024 and 1 GiB");
+  }
+  if (c.http_threads < 0 || c.http_threads > 4096) {
+    return Error(ErrorCode::kBadRequest, "--http-threads must be between 0 (automatic) and 4096");
   }
   if (c.drop_drain_timeout <= absl::ZeroDuration()) {
     return Error(ErrorCode::kBadRequest, "--drop-drain-timeout must be positive");

@@ -46,6 +46,25 @@ void SetReply(httplib::Response& res, const Reply& reply) {
 
 }  // namespace
 
+absl::Status HttpServer::Authorize(const std::string& header) const {
+  if (options_.admin_password.empty()) return absl::OkStatus();
+  if (header.size() > 6 && absl::EqualsIgnoreCase(header.substr(0, 6), "basic ")) {
+    std::string decoded;
+    if (absl::Base64Unescape(absl::StripAsciiWhitespace(header.substr(6)), &decoded)) {
+      const size_t colon = decoded.find(':');
+      if (colon != std::string::npos) {
+        // Both comparisons always run: the time taken does not tell which one failed.
+        const int user_ok = ConstantTimeEquals(decoded.substr(0, colon), options_.admin_user);
+        const int password_ok =
+            ConstantTimeEquals(decoded.substr(colon + 1), options_.admin_password);
+        if ((user_ok & password_ok) != 0) return absl::OkStatus();
+      }
+    }
+  }
+  return Error(ErrorCode::kUnauthorized,
+               header.empty() ? "credentials required (Basic auth)" : "wrong user or password");
+}
+
 HttpServer::HttpServer(const OpsApi* api, Metrics* metrics, HttpServerOptions options)
     : api_(api), metrics_(metrics), options_(std::move(options)) {}
 
@@ -72,10 +91,25 @@ absl::StatusOr<HostPort> HttpServer::Start() {
     listen_fd = sock;
   });
 
-  svr.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+  // Runs before any body is read. The body limit holds only for bodies sent with
+  // Content-Length (httplib reads chunked and compressed bodies whole, unbounded), so those
+  // are refused here, unread; the connection closes after the answer.
+  svr.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
     t_start = absl::Now();
     t_operation = "unknown";
-    return httplib::Server::HandlerResponse::Unhandled;
+    if (req.method != "POST") return httplib::Server::HandlerResponse::Unhandled;
+    absl::Status refused;
+    if (req.has_header("Transfer-Encoding")) {
+      refused = Error(ErrorCode::kBadRequest,
+                      "chunked request bodies are not accepted: send the body with Content-Length");
+    } else if (req.has_header("Content-Encoding") &&
+               !absl::EqualsIgnoreCase(req.get_header_value("Content-Encoding"), "identity")) {
+      refused = Error(ErrorCode::kBadRequest, "compressed request bodies are not accepted");
+    }
+    if (refused.ok()) return httplib::Server::HandlerResponse::Unhandled;
+    res.set_header("Connection", "close");
+    SetReply(res, ErrorReply(refused));
+    return httplib::Server::HandlerResponse::Handled;
   });
 
   svr.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
@@ -99,29 +133,12 @@ absl::StatusOr<HostPort> HttpServer::Start() {
       SetReply(res, ErrorReply(Error(ErrorCode::kShuttingDown, "the node is shutting down")));
       return;
     }
-    if (!options_.admin_password.empty()) {
-      const std::string header = req.get_header_value("Authorization");
-      bool ok = false;
-      if (header.size() > 6 && absl::EqualsIgnoreCase(header.substr(0, 6), "basic ")) {
-        std::string decoded;
-        if (absl::Base64Unescape(absl::StripAsciiWhitespace(header.substr(6)), &decoded)) {
-          const size_t colon = decoded.find(':');
-          if (colon != std::string::npos) {
-            // Both comparisons always run: the time taken does not tell which one failed.
-            const int user_ok = ConstantTimeEquals(decoded.substr(0, colon), options_.admin_user);
-            const int password_ok =
-                ConstantTimeEquals(decoded.substr(colon + 1), options_.admin_password);
-            ok = (user_ok & password_ok) != 0;
-          }
-        }
-      }
-      if (!ok) {
-        res.set_header("WWW-Authenticate", "Basic realm=\"cairn\"");
-        SetReply(res, ErrorReply(Error(ErrorCode::kUnauthorized,
-                                       header.empty() ? "credentials required (Basic auth)"
-                                                      : "wrong user or password")));
-        return;
-      }
+    // The body was read (at most --max-body-bytes) before this check: answering with it unread
+    // would make the kernel reset the connection, and the client might never see the 401.
+    if (absl::Status auth = Authorize(req.get_header_value("Authorization")); !auth.ok()) {
+      res.set_header("WWW-Authenticate", "Basic realm=\"cairn\"");
+      SetReply(res, ErrorReply(auth));
+      return;
     }
     Reply reply = api_->Handle(req.body);
     t_operation = reply.operation;
@@ -129,12 +146,20 @@ absl::StatusOr<HostPort> HttpServer::Start() {
     if (reply.stream) {
       res.status = 200;
       auto stream = std::move(reply.stream);
-      res.set_chunked_content_provider(kJson, [stream](size_t, httplib::DataSink& sink) {
-        stream([&sink](absl::string_view piece) {
-          return sink.is_writable() && sink.write(piece.data(), piece.size());
-        });
-        sink.done();
-        return true;
+      const std::string node_name = options_.node_name;
+      res.set_chunked_content_provider(kJson, [stream, node_name](size_t, httplib::DataSink& sink) {
+        // Returning false without done() aborts the transfer: the client sees a body cut
+        // short, never a well-formed answer with records missing.
+        bool complete = false;
+        try {
+          complete = stream([&sink](absl::string_view piece) {
+            return sink.is_writable() && sink.write(piece.data(), piece.size());
+          });
+        } catch (const std::exception& e) {
+          spdlog::error("[{}] streamed answer failed: {}", node_name, e.what());
+        }
+        if (complete) sink.done();
+        return complete;
       });
       return;
     }
@@ -172,6 +197,7 @@ absl::StatusOr<HostPort> HttpServer::Start() {
     spdlog::debug("[{}] {} {} {} -> {} in {}", options_.node_name, req.remote_addr, req.method,
                   t_operation, res.status, absl::FormatDuration(latency));
     t_start = absl::Time();
+    t_operation = "unknown";  // for requests httplib refuses before routing
   });
 
   int port = options_.listen.port;
@@ -188,6 +214,7 @@ absl::StatusOr<HostPort> HttpServer::Start() {
     spdlog::warn("[{}] could not raise the listen backlog: {}", options_.node_name,
                  std::strerror(errno));
   }
+  svr.set_socket_options([](int) {});  // drops the reference to the local listen_fd
   if (port == 0) {
     return Error(ErrorCode::kInternal, absl::StrCat("cannot listen on ", options_.listen.ToString(),
                                                     " (address in use or not local)"));

@@ -47,6 +47,10 @@ class HttpServer {
   void Stop();
 
  private:
+  // OK when no password is configured or `authorization` (the header) names the admin user
+  // and password; UNAUTHORIZED otherwise.
+  absl::Status Authorize(const std::string& authorization) const;
+
   const OpsApi* const api_;
   Metrics* const metrics_;
   const HttpServerOptions options_;

@@ -129,9 +129,10 @@ class OpsApi::Fields {
     return v;
   }
 
-  // `database` (alias `schema`); Harper's default database "data" when absent.
-  absl::StatusOr<std::string> Database() const {
-    if (Find("database", "schema") == nullptr) return std::string("data");
+  // `database` (alias `schema`); Harper's default database "data" when absent, unless the
+  // operation is about the database itself (`required`).
+  absl::StatusOr<std::string> Database(bool required = false) const {
+    if (!required && Find("database", "schema") == nullptr) return std::string("data");
     CAIRN_ASSIGN_OR_RETURN(std::string db, String("database", "schema"));
     CAIRN_RETURN_IF_ERROR(catalog::ValidateDatabaseName(db));
     return db;
@@ -191,6 +192,7 @@ const std::vector<OpsApi::Operation>& OpsApi::Operations() {
       {"cluster_status", &OpsApi::ClusterStatus, false},
       {"set_fault", &OpsApi::SetFault, true},
       {"clear_fault", &OpsApi::ClearFault, true},
+      {"fault_hits", &OpsApi::FaultHits, true},
   };
   return *ops;
 }
@@ -262,7 +264,7 @@ Reply OpsApi::Handle(absl::string_view body) const {
 // ---- Databases and tables.
 
 absl::StatusOr<Reply> OpsApi::CreateDatabase(const Fields& f) const {
-  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
+  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database(/*required=*/true));
   CAIRN_RETURN_IF_ERROR(node_->catalog->CreateDatabase(db));
   return JsonReply(Message(absl::StrCat("database '", db, "' successfully created")));
 }
@@ -270,7 +272,7 @@ absl::StatusOr<Reply> OpsApi::CreateDatabase(const Fields& f) const {
 absl::StatusOr<Reply> OpsApi::DropDatabase(const Fields& f) const {
   // SPEC R9: a client's `replicatedFrom` / `dropped_time` are never read; this is a local
   // drop, stamped here.
-  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
+  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database(/*required=*/true));
   CAIRN_ASSIGN_OR_RETURN(bool replicated, f.Bool("replicated", true));
   CAIRN_RETURN_IF_ERROR(node_->catalog->DropDatabase(db, /*timed=*/replicated).status());
   json body = Message(absl::StrCat("successfully deleted '", db, "'"));
@@ -279,7 +281,7 @@ absl::StatusOr<Reply> OpsApi::DropDatabase(const Fields& f) const {
 }
 
 absl::StatusOr<Reply> OpsApi::DescribeDatabase(const Fields& f) const {
-  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
+  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database(/*required=*/true));
   catalog::SnapshotRef snap = node_->catalog->Snapshot();
   const catalog::DatabaseDef* d = snap->FindDatabase(db);
   if (d == nullptr) {
@@ -352,7 +354,7 @@ absl::StatusOr<json> OpsApi::Describe(const catalog::TableDef& def) const {
                           {"indexed", a.indexed || a.is_primary_key},
                           {"is_primary_key", a.is_primary_key}});
   }
-  CAIRN_ASSIGN_OR_RETURN(uint64_t count, node_->records->RecordCount(def.database(), def.name()));
+  CAIRN_ASSIGN_OR_RETURN(uint64_t count, node_->records->RecordCount(def));
   return json{{"schema", def.database()},
               {"database", def.database()},
               {"name", def.name()},
@@ -471,68 +473,71 @@ absl::StatusOr<Reply> OpsApi::Delete(const Fields& f) const {
 absl::StatusOr<Reply> OpsApi::SearchById(const Fields& f) const {
   CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
   CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table());
-  CAIRN_ASSIGN_OR_RETURN(const json* ids, f.Array("ids", "hash_values"));
+  CAIRN_ASSIGN_OR_RETURN(const json* ids_field, f.Array("ids", "hash_values"));
   catalog::SearchOptions options;
   CAIRN_ASSIGN_OR_RETURN(options.get_attributes, f.GetAttributes());
-  // Bounded by the request: at most one record per id, so the answer is built whole.
-  std::string out = "[";
-  CAIRN_RETURN_IF_ERROR(
-      node_->records->SearchById(db, table, *ids, options, [&](const json& record) {
-        if (out.size() > 1) out.push_back(',');
-        out += record.dump(-1, ' ', false, json::error_handler_t::replace);
-        return true;
-      }));
-  out.push_back(']');
-  Reply reply;
-  reply.body = std::move(out);
-  return reply;
+  catalog::RecordStore* records = node_->records.get();
+  options.validate_only = true;
+  CAIRN_RETURN_IF_ERROR(records->SearchById(db, table, *ids_field, options, nullptr));
+  options.validate_only = false;
+  return StreamedArray(
+      [=, ids = *ids_field](const catalog::RecordStore::Visitor& visit) {
+        return records->SearchById(db, table, ids, options, visit);
+      },
+      absl::StrCat("search_by_id on ", db, ".", table));
 }
 
 absl::StatusOr<Reply> OpsApi::SearchByValue(const Fields& f) const {
   CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
   CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table());
   CAIRN_ASSIGN_OR_RETURN(std::string attribute, f.String("attribute", "search_attribute"));
-  const json* value = f.Find("value", "search_value");
-  if (value == nullptr) return BadRequest("missing 'value'");
+  const json* value_field = f.Find("value", "search_value");
+  if (value_field == nullptr) return BadRequest("missing 'value'");
   catalog::SearchOptions options;
   CAIRN_ASSIGN_OR_RETURN(options.get_attributes, f.GetAttributes());
   CAIRN_ASSIGN_OR_RETURN(options.limit, f.Count("limit"));
   CAIRN_ASSIGN_OR_RETURN(options.offset, f.Count("offset"));
-
-  // Check everything the search can refuse (table, attribute, projection, value) with a
-  // search that stops at its first record, so those errors get a proper status. The answer
-  // itself is streamed: a table of any size is never built whole in memory (SPEC §5).
-  catalog::SearchOptions probe = options;
-  probe.limit = 1;
-  CAIRN_RETURN_IF_ERROR(node_->records->SearchByValue(db, table, attribute, *value, probe,
-                                                      [](const json&) { return false; }));
-  Reply reply;
   catalog::RecordStore* records = node_->records.get();
-  const std::string node_name = options_.node_name;
-  reply.stream = [=, value = *value](const std::function<bool(absl::string_view)>& write) {
+  options.validate_only = true;
+  CAIRN_RETURN_IF_ERROR(
+      records->SearchByValue(db, table, attribute, *value_field, options, nullptr));
+  options.validate_only = false;
+  return StreamedArray(
+      [=, value = *value_field](const catalog::RecordStore::Visitor& visit) {
+        return records->SearchByValue(db, table, attribute, value, options, visit);
+      },
+      absl::StrCat("search_by_value on ", db, ".", table));
+}
+
+// Both searches stream their answer: a table of any size is never built whole in memory
+// (SPEC §5). Everything the search can refuse was checked (validate_only) before this, so
+// those errors got a proper status; a failure now can only cut the body short.
+Reply OpsApi::StreamedArray(
+    std::function<absl::Status(const catalog::RecordStore::Visitor&)> search,
+    std::string what) const {
+  Reply reply;
+  reply.stream = [search = std::move(search), what = std::move(what),
+                  node_name =
+                      options_.node_name](const std::function<bool(absl::string_view)>& write) {
     std::string chunk = "[";
     bool first = true, client_gone = false;
-    absl::Status s =
-        records->SearchByValue(db, table, attribute, value, options, [&](const json& record) {
-          if (!first) chunk.push_back(',');
-          first = false;
-          chunk += record.dump(-1, ' ', false, json::error_handler_t::replace);
-          if (chunk.size() >= kStreamChunkBytes) {
-            client_gone = !write(chunk);
-            chunk.clear();
-          }
-          return !client_gone;
-        });
-    if (client_gone) return;
+    absl::Status s = search([&](const json& record) {
+      if (!first) chunk.push_back(',');
+      first = false;
+      chunk += record.dump(-1, ' ', false, json::error_handler_t::replace);
+      if (chunk.size() >= kStreamChunkBytes) {
+        client_gone = !write(chunk);
+        chunk.clear();
+      }
+      return !client_gone;
+    });
+    if (client_gone) return false;
     if (!s.ok()) {
-      // Headers are out: the only honest signal left is a cut-short body, which no JSON
-      // parser accepts. Logged so the operator sees why.
-      spdlog::warn("[{}] search_by_value on {}.{} stopped mid-answer: {}", node_name, db, table,
-                   s.ToString());
-      return;
+      spdlog::warn("[{}] {} stopped mid-answer: {}", node_name, what, s.ToString());
+      return false;
     }
     chunk.push_back(']');
-    write(chunk);
+    return write(chunk);
   };
   return reply;
 }
@@ -574,6 +579,12 @@ absl::StatusOr<Reply> OpsApi::ClearFault(const Fields& f) const {
   CAIRN_ASSIGN_OR_RETURN(std::string name, f.String("name"));
   options_.faults->Clear(name);  // releases threads blocked there
   return JsonReply(Message(absl::StrCat("fault '", name, "' cleared")));
+}
+
+absl::StatusOr<Reply> OpsApi::FaultHits(const Fields& f) const {
+  CAIRN_ASSIGN_OR_RETURN(std::string name, f.String("name"));
+  if (options_.faults == nullptr) return Error(ErrorCode::kInternal, "no fault registry");
+  return JsonReply(json{{"name", name}, {"hits", options_.faults->HitCount(name)}});
 }
 
 }  // namespace cairn::node

@@ -24,10 +24,11 @@ namespace cairn::node {
 struct Reply {
   int status = 200;
   std::string body;  // JSON text, unless `stream` is set
-  // A streamed answer (search_by_value): writes the JSON body in pieces through `write`,
-  // which returns false once the client is gone. Runs after the status line went out, so a
-  // failure can only cut the body short; the operation checks everything it can first.
-  std::function<void(const std::function<bool(absl::string_view)>& write)> stream;
+  // A streamed answer (the searches): writes the JSON body in pieces through `write`, which
+  // returns false once the client is gone; returns true when the body is complete. Runs after
+  // the status line went out, so a failure can only cut the body short; the operation checks
+  // everything it can first.
+  std::function<bool(const std::function<bool(absl::string_view)>& write)> stream;
   std::string operation = "unknown";  // for metrics: a known operation name or "unknown"
   std::string error_code;             // SPEC §5 code when status is not 200
   uint64_t records_written = 0;
@@ -81,10 +82,15 @@ class OpsApi {
   absl::StatusOr<Reply> ClusterStatus(const Fields& f) const;
   absl::StatusOr<Reply> SetFault(const Fields& f) const;
   absl::StatusOr<Reply> ClearFault(const Fields& f) const;
+  // How often an armed fault point was hit: lets a test see a request reach the point.
+  absl::StatusOr<Reply> FaultHits(const Fields& f) const;
 
   absl::StatusOr<Reply> Write(const Fields& f, catalog::WriteMode mode) const;
   // describe_table's object for one table (Harper's fields plus ours).
   absl::StatusOr<nlohmann::json> Describe(const catalog::TableDef& def) const;
+  // A reply that streams, as a JSON array, the records `search` visits.
+  Reply StreamedArray(std::function<absl::Status(const catalog::RecordStore::Visitor&)> search,
+                      std::string what) const;
   // R10 entries for a drop while peer links do not exist yet.
   nlohmann::json PeerDropStatuses() const;
 

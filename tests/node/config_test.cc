@@ -84,6 +84,16 @@ TEST_F(ConfigTest, UnknownYamlKeyIsAnErrorNamingIt) {
   EXPECT_THAT(p.message, HasSubstr("snyc-writes"));
 }
 
+TEST_F(ConfigTest, YamlOfTheWrongShapeIsAnErrorNotACrash) {
+  for (const char* text :
+       {"peers:\n  n2: [1, 2]\n", "name: {a: b}\n", "? [a, b]\n: c\n", "- just\n- a list\n"}) {
+    SCOPED_TRACE(text);
+    ParsedCommandLine p = Parse({"--config", WriteFile("shape.yaml", text)});
+    EXPECT_FALSE(p.run);
+    EXPECT_NE(p.exit_code, 0);
+  }
+}
+
 TEST_F(ConfigTest, MalformedYamlIsAnError) {
   const std::string yaml = WriteFile("broken.yaml", "name: [unclosed\n");
   ParsedCommandLine p = Parse({"--config", yaml});
@@ -112,6 +122,15 @@ TEST_F(ConfigTest, NoPasswordMeansLoopbackOnly) {
   EXPECT_TRUE(p.run) << p.message;
 }
 
+TEST_F(ConfigTest, LoopbackIsAnAddressNotAPrefix) {
+  for (const char* host : {"127.0.0.1", "127.1.2.3", "::1", "localhost"}) {
+    EXPECT_TRUE(IsLoopbackHost(host)) << host;
+  }
+  for (const char* host : {"127.evil.example", "0.0.0.0", "::", "10.0.0.1", "128.0.0.1", ""}) {
+    EXPECT_FALSE(IsLoopbackHost(host)) << host;
+  }
+}
+
 TEST_F(ConfigTest, BadValuesAreRefusedWithTheirFlag) {
   struct Case {
     std::vector<std::string> args;
@@ -131,6 +150,8 @@ TEST_F(ConfigTest, BadValuesAreRefusedWithTheirFlag) {
             "--fault"},
            {{"--name", "n1", "--data-dir", "/x", "--admin-password-file", "/nonexistent"},
             "--admin-password-file"},
+           {{"--name", "n1", "--data-dir", "/x", "--max-body-bytes", "-1"}, "--max-body-bytes"},
+           {{"--name", "n1", "--data-dir", "/x", "--max-body-bytes", "10"}, "--max-body-bytes"},
        }) {
     ParsedCommandLine p = Parse(c.args);
     EXPECT_FALSE(p.run) << c.message;
