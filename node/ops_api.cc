@@ -61,6 +61,20 @@ Reply JsonReply(const json& body) {
   return r;
 }
 
+// Harper's answer to a write: {"message", <key>: written keys, "skipped_hashes", ...}.
+Reply WriteReply(const std::string& message, const char* key, catalog::WriteResult result,
+                 bool with_new_attributes) {
+  json body = Message(message);
+  const size_t written = result.written.size();
+  body[key] = std::move(result.written);
+  body["skipped_hashes"] = std::move(result.skipped);
+  if (with_new_attributes) body["new_attributes"] = result.new_attributes;
+  if (result.version != 0) body["txn_time"] = HybridClock::PhysicalMs(result.version);
+  Reply reply = JsonReply(body);
+  reply.records_written = written;
+  return reply;
+}
+
 }  // namespace
 
 Reply ErrorReply(const absl::Status& status) {
@@ -442,15 +456,9 @@ absl::StatusOr<Reply> OpsApi::Write(const Fields& f, catalog::WriteMode mode) co
     verb = "updated";
     key = "update_hashes";  // sic: Harper's name
   }
-  const size_t written = result.written.size();
-  json body = Message(absl::StrCat(verb, " ", written, " of ", records->size(), " records"));
-  body[key] = std::move(result.written);
-  body["skipped_hashes"] = std::move(result.skipped);
-  body["new_attributes"] = result.new_attributes;
-  if (result.version != 0) body["txn_time"] = HybridClock::PhysicalMs(result.version);
-  Reply reply = JsonReply(body);
-  reply.records_written = written;
-  return reply;
+  const std::string message =
+      absl::StrCat(verb, " ", result.written.size(), " of ", records->size(), " records");
+  return WriteReply(message, key, std::move(result), /*with_new_attributes=*/true);
 }
 
 absl::StatusOr<Reply> OpsApi::Delete(const Fields& f) const {
@@ -458,16 +466,10 @@ absl::StatusOr<Reply> OpsApi::Delete(const Fields& f) const {
   CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table());
   CAIRN_ASSIGN_OR_RETURN(const json* ids, f.Array("ids", "hash_values"));
   CAIRN_ASSIGN_OR_RETURN(catalog::WriteResult result, node_->records->Delete(db, table, *ids));
-  const size_t deleted = result.written.size();
-  json body =
-      Message(absl::StrCat(deleted, " of ", ids->size(), ids->size() == 1 ? " record" : " records",
-                           " successfully deleted"));
-  body["deleted_hashes"] = std::move(result.written);
-  body["skipped_hashes"] = std::move(result.skipped);
-  if (result.version != 0) body["txn_time"] = HybridClock::PhysicalMs(result.version);
-  Reply reply = JsonReply(body);
-  reply.records_written = deleted;
-  return reply;
+  const std::string message =
+      absl::StrCat(result.written.size(), " of ", ids->size(),
+                   ids->size() == 1 ? " record" : " records", " successfully deleted");
+  return WriteReply(message, "deleted_hashes", std::move(result), /*with_new_attributes=*/false);
 }
 
 absl::StatusOr<Reply> OpsApi::SearchById(const Fields& f) const {
