@@ -35,7 +35,7 @@ namespace cairn::node {
 namespace {
 
 // Past this, a shutdown gives up waiting for in-flight requests (SPEC §6 allows 10 s).
-constexpr absl::Duration kShutdownDeadline = absl::Seconds(9);
+constexpr absl::Duration kShutdownDeadline = absl::Seconds(8);
 
 void SetUpLogging(const NodeConfig& config) {
   auto logger = spdlog::stderr_color_mt(config.name);
