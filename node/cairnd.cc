@@ -21,13 +21,13 @@
 #include "catalog/local_node.h"
 #include "common/fault.h"
 #include "common/status.h"
-#include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/grpcpp.h"
 #include "node/config.h"
 #include "node/http_server.h"
 #include "node/metrics.h"
 #include "node/ops_api.h"
 #include "node/ready_file.h"
+#include "replication/cluster.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
@@ -73,16 +73,12 @@ void AddNodeMetrics(Metrics* metrics, catalog::LocalNode* node) {
        [catalog] { return absl::ToDoubleSeconds(catalog->drop_stats().drain_time_total); }});
 }
 
-// The peer port. Peer links (the Link and Forward services) are served here by the
-// replication layer; until then it answers UNIMPLEMENTED, but it is bound, so the port a
-// cluster is configured with is owned by this node from the start.
+// The peer port: the Peer service (Link and Forward) of the cluster.
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartPeerServer(const HostPort& listen,
+                                                              grpc::Service* service,
                                                               HostPort* bound) {
-  // Until the peer services exist, a generic service answers every call UNIMPLEMENTED (and
-  // gives gRPC a service to poll).
-  static grpc::CallbackGenericService unimplemented;
   grpc::ServerBuilder builder;
-  builder.RegisterCallbackGenericService(&unimplemented);
+  builder.RegisterService(service);
   int port = 0;
   builder.AddListeningPort(listen.ToString(), grpc::InsecureServerCredentials(), &port);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
@@ -138,8 +134,15 @@ int Run(const NodeConfig& config) {
   OpsApiOptions api_options;
   api_options.node_name = config.name;
   api_options.enable_test_hooks = config.enable_test_hooks;
-  api_options.peers = config.peers;
   api_options.faults = &faults;
+  replication::ClusterOptions cluster_options;
+  cluster_options.node_name = config.name;
+  cluster_options.secret = config.cluster_secret;
+  for (const PeerConfig& p : config.peers) {
+    cluster_options.peers.push_back({p.name, p.address.ToString()});
+  }
+  replication::Cluster cluster(node->get(), cluster_options);
+  api_options.cluster = &cluster;
   OpsApi api(node->get(), api_options);
 
   HttpServerOptions http_options;
@@ -154,7 +157,7 @@ int Run(const NodeConfig& config) {
   if (!ops.ok()) return fail("operations API", ops.status());
 
   HostPort peer;
-  auto peer_server = StartPeerServer(config.peer_listen, &peer);
+  auto peer_server = StartPeerServer(config.peer_listen, cluster.service(), &peer);
   if (!peer_server.ok()) return fail("peer port", peer_server.status());
 
   if (config.admin_password.empty()) {
@@ -164,6 +167,7 @@ int Run(const NodeConfig& config) {
   }
   spdlog::info("serving: ops {} (HTTP, {} threads), peer {}; ready file {}", ops->ToString(),
                http_options.threads, peer.ToString(), ready_path);
+  cluster.Start();
   ReadyInfo ready{config.name, ops->ToString(), peer.ToString(), static_cast<int>(getpid())};
   if (absl::Status s = WriteReadyFile(ready_path, ready); !s.ok()) return fail("ready.json", s);
 
@@ -186,6 +190,7 @@ int Run(const NodeConfig& config) {
   }).detach();
   http.BeginDrain();
   http.Stop();
+  cluster.Stop();
   (*peer_server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   absl::Status flushed = (*node)->Flush();
   if (!flushed.ok()) spdlog::error("flush at shutdown: {}", flushed.ToString());

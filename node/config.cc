@@ -137,6 +137,11 @@ absl::Status ValidateConfig(const NodeConfig& c) {
       }
     }
   }
+  if (c.cluster_secret.empty() && c.tls_cert_file.empty() && !IsLoopbackHost(c.peer_listen.host)) {
+    return Error(ErrorCode::kBadRequest,
+                 absl::StrCat("refusing to accept peers on ", c.peer_listen.ToString(),
+                              " without authentication: set --cluster-secret-file (R2)"));
+  }
   if (!c.faults.empty() && !c.enable_test_hooks) {
     return Error(ErrorCode::kBadRequest, "--fault needs --enable-test-hooks");
   }
@@ -260,6 +265,11 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
     }
   } else if (const char* env = std::getenv("CAIRN_ADMIN_PASSWORD"); env != nullptr) {
     c.admin_password = env;
+  }
+  if (!c.cluster_secret_file.empty()) {
+    if (absl::Status s = ReadSecretFile(c.cluster_secret_file, &c.cluster_secret); !s.ok()) {
+      return fail(Annotate(s, "--cluster-secret-file"));
+    }
   }
   if (absl::Status s = ValidateConfig(c); !s.ok()) return fail(s);
   out.run = true;

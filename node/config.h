@@ -37,6 +37,7 @@ struct NodeConfig {
   HostPort peer_listen{"127.0.0.1", 9933};
   std::vector<PeerConfig> peers;  // --peer NAME=HOST:PORT
   std::string cluster_secret_file;
+  std::string cluster_secret;  // read from cluster_secret_file
   std::string tls_cert_file, tls_key_file, tls_ca_file;
 
   std::string admin_user = "admin";

@@ -288,9 +288,14 @@ absl::StatusOr<Reply> OpsApi::DropDatabase(const Fields& f) const {
   // drop, stamped here.
   CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database(/*required=*/true));
   CAIRN_ASSIGN_OR_RETURN(bool replicated, f.Bool("replicated", true));
-  CAIRN_RETURN_IF_ERROR(node_->catalog->DropDatabase(db, /*timed=*/replicated).status());
+  CAIRN_ASSIGN_OR_RETURN(catalog::DropResult dropped,
+                         node_->catalog->DropDatabase(db, /*timed=*/replicated));
   json body = Message(absl::StrCat("successfully deleted '", db, "'"));
-  body["replicated"] = replicated ? PeerDropStatuses() : json::array();
+  body["replicated"] = json::array();
+  if (dropped.timed && options_.cluster != nullptr) {
+    body["replicated"] =
+        PeerDropStatuses(options_.cluster->ForwardDropDatabase(db, dropped.dropped_time));
+  }
   return JsonReply(body);
 }
 
@@ -392,16 +397,20 @@ absl::StatusOr<Reply> OpsApi::DropTable(const Fields& f) const {
                          node_->catalog->DropTable(db, table, /*timed=*/replicated));
   json body = Message(absl::StrCat("successfully deleted table '", db, ".", table, "'"));
   // A node-local table's drop is never sent to peers (C11): `timed` is false for it too.
-  body["replicated"] = dropped.timed ? PeerDropStatuses() : json::array();
+  body["replicated"] = json::array();
+  if (dropped.timed && options_.cluster != nullptr) {
+    body["replicated"] =
+        PeerDropStatuses(options_.cluster->ForwardDropTable(db, table, dropped.dropped_time));
+  }
   return JsonReply(body);
 }
 
-json OpsApi::PeerDropStatuses() const {
-  // No peer links yet (the replication issue adds them): every configured peer missed the
-  // drop and learns it from the marker in its next schema snapshot (R10).
+json OpsApi::PeerDropStatuses(const std::vector<replication::PeerDropStatus>& peers) {
   json out = json::array();
-  for (const PeerConfig& p : options_.peers) {
-    out.push_back({{"node", p.name}, {"status", "failed"}, {"reason", "not connected"}});
+  for (const replication::PeerDropStatus& p : peers) {
+    json entry = {{"node", p.node}, {"status", p.status}};
+    if (!p.reason.empty()) entry["reason"] = p.reason;
+    out.push_back(std::move(entry));
   }
   return out;
 }
@@ -548,16 +557,20 @@ Reply OpsApi::StreamedArray(
 
 absl::StatusOr<Reply> OpsApi::ClusterStatus(const Fields&) const {
   json connections = json::array();
-  for (const PeerConfig& p : options_.peers) {
-    connections.push_back({{"name", p.name},
-                           {"url", p.address.ToString()},
-                           {"connected", false},
-                           {"authenticated", false},
-                           {"schema_in_sync", false},
-                           {"lag_entries", 0},
-                           {"lag_ms", 0},
-                           {"last_error", "not connected"},
-                           {"full_copy", {{"active", false}, {"percent", 0}, {"rows_per_s", 0}}}});
+  if (options_.cluster != nullptr) {
+    for (const replication::PeerStatus& p : options_.cluster->Status()) {
+      connections.push_back(
+          {{"name", p.name},
+           {"url", p.address},
+           {"connected", p.connected},
+           {"authenticated", p.authenticated},
+           {"schema_in_sync", p.schema_in_sync},
+           {"capabilities", p.capabilities},
+           {"lag_entries", 0},  // record streams come with record replication
+           {"lag_ms", 0},
+           {"last_error", p.last_error},
+           {"full_copy", {{"active", false}, {"percent", 0}, {"rows_per_s", 0}}}});
+    }
   }
   return JsonReply(json{{"node_name", options_.node_name},
                         {"is_enabled", !connections.empty()},

@@ -17,6 +17,7 @@
 #include "common/fault.h"
 #include "nlohmann/json.hpp"
 #include "node/config.h"
+#include "replication/cluster.h"
 
 namespace cairn::node {
 
@@ -40,8 +41,10 @@ Reply ErrorReply(const absl::Status& status);
 struct OpsApiOptions {
   std::string node_name;
   bool enable_test_hooks = false;   // the fault operations answer 403 without it (SPEC §6)
-  std::vector<PeerConfig> peers;    // static peers, listed by cluster_status
   FaultRegistry* faults = nullptr;  // armed by the fault operations
+  // Peer links: drops are forwarded through it, cluster_status reads it. Null: a node with
+  // no cluster (tests of the API alone).
+  replication::Cluster* cluster = nullptr;
 };
 
 class OpsApi {
@@ -91,8 +94,8 @@ class OpsApi {
   // A reply that streams, as a JSON array, the records `search` visits.
   Reply StreamedArray(std::function<absl::Status(const catalog::RecordStore::Visitor&)> search,
                       std::string what) const;
-  // R10 entries for a drop while peer links do not exist yet.
-  nlohmann::json PeerDropStatuses() const;
+  // R10: the peers' answers as the drop response lists them.
+  static nlohmann::json PeerDropStatuses(const std::vector<replication::PeerDropStatus>& peers);
 
   catalog::LocalNode* const node_;
   const OpsApiOptions options_;

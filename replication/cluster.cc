@@ -1,0 +1,402 @@
+#include "replication/cluster.h"
+
+#include <algorithm>
+#include <future>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "catalog/names.h"
+#include "common/status.h"
+#include "grpcpp/grpcpp.h"
+#include "replication/link_session.h"
+#include "replication/schema_sync.h"
+#include "spdlog/spdlog.h"
+
+namespace cairn::replication {
+namespace {
+
+constexpr char kNodeHeader[] = "cairn-node";
+constexpr char kSecretHeader[] = "cairn-secret";
+constexpr char kReplicatedFromHeader[] = "cairn-replicated-from";
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+absl::Status FromGrpc(const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+std::string Metadata(const grpc::ServerContext& context, const char* key) {
+  auto it = context.client_metadata().find(key);
+  if (it == context.client_metadata().end()) return "";
+  return std::string(it->second.data(), it->second.size());
+}
+
+bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+  }
+  return diff == 0;
+}
+
+class ClientLinkStream : public LinkStream {
+ public:
+  ClientLinkStream(
+      std::shared_ptr<grpc::ClientContext> context,
+      std::unique_ptr<grpc::ClientReaderWriter<peer::v1::LinkMessage, peer::v1::LinkMessage>>
+          stream)
+      : context_(std::move(context)), stream_(std::move(stream)) {}
+  bool Read(peer::v1::LinkMessage* m) override { return stream_->Read(m); }
+  bool Write(const peer::v1::LinkMessage& m) override { return stream_->Write(m); }
+  void Cancel() override { context_->TryCancel(); }
+  absl::Status Finish() override { return FromGrpc(stream_->Finish()); }
+
+ private:
+  std::shared_ptr<grpc::ClientContext> context_;
+  std::unique_ptr<grpc::ClientReaderWriter<peer::v1::LinkMessage, peer::v1::LinkMessage>> stream_;
+};
+
+class ServerLinkStream : public LinkStream {
+ public:
+  ServerLinkStream(grpc::ServerContext* context,
+                   grpc::ServerReaderWriter<peer::v1::LinkMessage, peer::v1::LinkMessage>* stream)
+      : context_(context), stream_(stream) {}
+  bool Read(peer::v1::LinkMessage* m) override { return stream_->Read(m); }
+  bool Write(const peer::v1::LinkMessage& m) override { return stream_->Write(m); }
+  void Cancel() override { context_->TryCancel(); }
+  absl::Status Finish() override { return absl::OkStatus(); }  // the handler returns it
+
+ private:
+  grpc::ServerContext* context_;
+  grpc::ServerReaderWriter<peer::v1::LinkMessage, peer::v1::LinkMessage>* stream_;
+};
+
+}  // namespace
+
+// The Peer service: authenticates every call, then runs a LinkSession or a forwarded drop.
+class Cluster::Service final : public peer::v1::Peer::Service {
+ public:
+  explicit Service(Cluster* cluster) : cluster_(cluster) {}
+
+  grpc::Status Link(
+      grpc::ServerContext* context,
+      grpc::ServerReaderWriter<peer::v1::LinkMessage, peer::v1::LinkMessage>* stream) override {
+    absl::StatusOr<std::string> peer = cluster_->Authenticate(*context);
+    if (!peer.ok()) return ToGrpc(peer.status());
+    if (cluster_->stopping()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "stopping");
+    auto session = std::make_shared<LinkSession>(
+        cluster_, std::make_unique<ServerLinkStream>(context, stream), *peer);
+    cluster_->Register(session);
+    absl::Status s = session->Run();
+    cluster_->Unregister(session.get(), s);
+    return ToGrpc(s);
+  }
+
+  grpc::Status Forward(grpc::ServerContext* context, const peer::v1::ForwardRequest* request,
+                       peer::v1::ForwardResponse* response) override {
+    absl::StatusOr<std::string> peer = cluster_->Authenticate(*context);
+    if (!peer.ok()) return ToGrpc(peer.status());
+    // R9: provenance is out of band and must be the authenticated caller.
+    const std::string from = Metadata(*context, kReplicatedFromHeader);
+    if (from != *peer) {
+      spdlog::warn("[{}] refused a forwarded drop from '{}' claiming provenance '{}' (R9)",
+                   cluster_->options().node_name, *peer, from);
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          absl::StrCat("cairn-replicated-from '", from,
+                                       "' is not the authenticated peer '", *peer, "'"));
+    }
+    catalog::LocalNode* node = cluster_->node();
+    if (request->has_drop_table()) {
+      const peer::v1::DropTable& d = request->drop_table();
+      auto r = node->records->ApplyPeerDrop(d.database(), d.table(), d.dropped_time());
+      if (!r.ok()) return ToGrpc(r.status());
+      response->set_status(std::string(catalog::PeerDropResultName(*r)));
+      spdlog::info("[{}] drop of {}.{} at {} forwarded by {}: {}", cluster_->options().node_name,
+                   d.database(), d.table(), d.dropped_time(), *peer, response->status());
+      return grpc::Status::OK;
+    }
+    if (request->has_drop_database()) {
+      const peer::v1::DropDatabase& d = request->drop_database();
+      auto results = node->catalog->ApplyPeerDropDatabase(d.database(), d.dropped_time());
+      if (!results.ok()) return ToGrpc(results.status());
+      bool dropped = false, kept = false;
+      for (const auto& [table, result] : *results) {
+        dropped |= result == catalog::PeerDropResult::kDropped;
+        if (result == catalog::PeerDropResult::kKept) {
+          kept = true;
+          // C8: the kept (newer) table loses rows of the generations the drop retires.
+          auto purged = node->records->ApplyPeerDrop(d.database(), table, d.dropped_time());
+          if (!purged.ok()) return ToGrpc(purged.status());
+        }
+      }
+      response->set_status(kept ? "kept" : dropped ? "dropped" : "absent");
+      return grpc::Status::OK;
+    }
+    cluster_->CountUnknownMessage();
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "unknown forwarded operation");
+  }
+
+ private:
+  Cluster* const cluster_;
+};
+
+Cluster::Cluster(catalog::LocalNode* node, ClusterOptions options)
+    : node_(node), options_(std::move(options)), service_(std::make_unique<Service>(this)) {
+  absl::MutexLock lock(&mu_);
+  for (const PeerRoute& r : options_.peers) {
+    peers_[r.name].address = r.address;
+    routes_.push_back(r);
+  }
+}
+
+Cluster::~Cluster() { Stop(); }
+
+grpc::Service* Cluster::service() { return service_.get(); }
+
+void Cluster::Start() {
+  node_->catalog->SetListener([this](const catalog::SnapshotRef&) { OnCatalogChange(); });
+  absl::MutexLock lock(&mu_);
+  started_ = true;
+  for (const PeerRoute& route : routes_) {
+    dialers_.emplace_back([this, route] { Dial(route); });
+  }
+}
+
+absl::Status Cluster::AddPeer(const PeerRoute& route) {
+  if (route.name == options_.node_name) {
+    return absl::InvalidArgumentError("a node does not link to itself (R2)");
+  }
+  absl::MutexLock lock(&mu_);
+  for (const PeerRoute& r : routes_) {
+    if (r.name == route.name) {
+      return absl::AlreadyExistsError(absl::StrCat("peer '", route.name, "' is already known"));
+    }
+  }
+  routes_.push_back(route);
+  peers_[route.name].address = route.address;
+  if (started_ && !stopping_.load()) dialers_.emplace_back([this, route] { Dial(route); });
+  return absl::OkStatus();
+}
+
+void Cluster::Stop() {
+  std::vector<std::shared_ptr<LinkSession>> sessions;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_.exchange(true)) return;
+    sessions = sessions_;
+    for (auto& context : dialing_) context->TryCancel();
+    stop_cv_.SignalAll();
+  }
+  for (auto& s : sessions) s->Cancel();
+  std::vector<std::thread> dialers;
+  {
+    absl::MutexLock lock(&mu_);
+    dialers.swap(dialers_);
+  }
+  for (std::thread& t : dialers) t.join();
+}
+
+absl::StatusOr<std::string> Cluster::Authenticate(const grpc::ServerContext& context) const {
+  if (!options_.secret.empty() &&
+      !ConstantTimeEquals(Metadata(context, kSecretHeader), options_.secret)) {
+    spdlog::warn("[{}] refused a peer call from {}: wrong or missing cluster secret",
+                 options_.node_name, context.peer());
+    return absl::UnauthenticatedError("wrong or missing cluster secret (R2)");
+  }
+  const std::string name = Metadata(context, kNodeHeader);
+  if (!catalog::ValidateDatabaseName(name).ok()) {
+    return absl::UnauthenticatedError("missing or malformed cairn-node");
+  }
+  if (name == options_.node_name) {
+    return absl::PermissionDeniedError("a node does not link to itself (R2)");
+  }
+  return name;
+}
+
+void Cluster::AddClientMetadata(grpc::ClientContext* context) const {
+  context->AddMetadata(kNodeHeader, options_.node_name);
+  if (!options_.secret.empty()) context->AddMetadata(kSecretHeader, options_.secret);
+}
+
+void Cluster::Register(const std::shared_ptr<LinkSession>& s) {
+  absl::MutexLock lock(&mu_);
+  sessions_.push_back(s);
+  ++peers_[s->peer()].links;
+}
+
+void Cluster::Unregister(const LinkSession* s, const absl::Status& why) {
+  absl::MutexLock lock(&mu_);
+  sessions_.erase(std::remove_if(sessions_.begin(), sessions_.end(),
+                                 [s](const auto& p) { return p.get() == s; }),
+                  sessions_.end());
+  PeerState& state = peers_[s->peer()];
+  --state.links;
+  if (!why.ok() && !stopping_.load()) {
+    state.last_error = why.ToString();
+    spdlog::info("[{}] link with {} ended: {}", options_.node_name, s->peer(), why.ToString());
+  }
+  if (state.links == 0) state.digests.clear();
+}
+
+void Cluster::OnHello(const std::string& peer, const peer::v1::Hello& hello) {
+  absl::MutexLock lock(&mu_);
+  PeerState& state = peers_[peer];
+  state.capabilities.assign(hello.capabilities().begin(), hello.capabilities().end());
+  state.last_error.clear();
+}
+
+void Cluster::OnSchema(const std::string& peer, const std::string& db, uint64_t digest) {
+  absl::MutexLock lock(&mu_);
+  peers_[peer].digests[db] = digest;
+}
+
+void Cluster::OnCatalogChange() {
+  std::vector<std::shared_ptr<LinkSession>> sessions;
+  {
+    absl::MutexLock lock(&mu_);
+    sessions = sessions_;
+  }
+  for (auto& s : sessions) s->CatalogChanged();
+}
+
+std::shared_ptr<grpc::Channel> Cluster::ChannelTo(const PeerRoute& route) {
+  absl::MutexLock lock(&mu_);
+  auto& channel = channels_[route.name];
+  if (channel == nullptr) {
+    grpc::ChannelArguments args;
+    // gRPC's own reconnect backoff (up to 120 s by default) would outlast ours.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+                static_cast<int>(absl::ToInt64Milliseconds(options_.backoff_initial)));
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+                static_cast<int>(absl::ToInt64Milliseconds(options_.backoff_initial)));
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+                static_cast<int>(absl::ToInt64Milliseconds(options_.backoff_max)));
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);  // notice a silent peer
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    channel = grpc::CreateCustomChannel(route.address, grpc::InsecureChannelCredentials(), args);
+  }
+  return channel;
+}
+
+void Cluster::Dial(PeerRoute route) {
+  std::mt19937_64 rng(std::hash<std::string>()(options_.node_name + route.name));
+  absl::Duration backoff = options_.backoff_initial;
+  while (!stopping_.load()) {
+    auto stub = peer::v1::Peer::NewStub(ChannelTo(route));
+    auto context = std::make_shared<grpc::ClientContext>();
+    AddClientMetadata(context.get());
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_.load()) return;
+      dialing_.push_back(context);
+    }
+    const absl::Time start = absl::Now();
+    auto session = std::make_shared<LinkSession>(
+        this, std::make_unique<ClientLinkStream>(context, stub->Link(context.get())), route.name);
+    Register(session);
+    absl::Status why = session->Run();
+    Unregister(session.get(), why);
+    {
+      absl::MutexLock lock(&mu_);
+      dialing_.erase(std::remove(dialing_.begin(), dialing_.end(), context), dialing_.end());
+    }
+    if (absl::Now() - start > absl::Seconds(10)) backoff = options_.backoff_initial;
+    // Capped exponential backoff with jitter (R13): 50-150 % of the current step.
+    std::uniform_real_distribution<double> jitter(0.5, 1.5);
+    const absl::Duration wait = backoff * jitter(rng);
+    backoff = std::min(backoff * 2, options_.backoff_max);
+    absl::MutexLock lock(&mu_);
+    stop_cv_.WaitWithTimeout(&mu_, wait);
+  }
+}
+
+PeerDropStatus Cluster::Forward(const PeerRoute& route, const peer::v1::ForwardRequest& request) {
+  PeerDropStatus out;
+  out.node = route.name;
+  auto stub = peer::v1::Peer::NewStub(ChannelTo(route));
+  grpc::ClientContext context;
+  AddClientMetadata(&context);
+  context.AddMetadata(kReplicatedFromHeader, options_.node_name);
+  context.set_deadline(std::chrono::system_clock::now() +
+                       absl::ToChronoMilliseconds(options_.forward_timeout));
+  peer::v1::ForwardResponse response;
+  grpc::Status s = stub->Forward(&context, request, &response);
+  if (!s.ok()) {
+    out.status = "failed";
+    out.reason = s.error_message().empty() ? "unreachable" : s.error_message();
+    return out;
+  }
+  out.status = response.status();
+  out.reason = response.reason();
+  return out;
+}
+
+std::vector<PeerDropStatus> Cluster::ForwardToAll(const peer::v1::ForwardRequest& request) {
+  std::vector<PeerRoute> routes;
+  {
+    absl::MutexLock lock(&mu_);
+    routes = routes_;
+  }
+  std::vector<std::future<PeerDropStatus>> calls;
+  for (const PeerRoute& route : routes) {
+    calls.push_back(std::async(std::launch::async,
+                               [this, route, &request] { return Forward(route, request); }));
+  }
+  std::vector<PeerDropStatus> out;
+  for (auto& c : calls) out.push_back(c.get());
+  return out;
+}
+
+std::vector<PeerDropStatus> Cluster::ForwardDropTable(const std::string& db,
+                                                      const std::string& table, Hlc dropped_time) {
+  peer::v1::ForwardRequest request;
+  request.mutable_drop_table()->set_database(db);
+  request.mutable_drop_table()->set_table(table);
+  request.mutable_drop_table()->set_dropped_time(dropped_time);
+  return ForwardToAll(request);
+}
+
+std::vector<PeerDropStatus> Cluster::ForwardDropDatabase(const std::string& db, Hlc dropped_time) {
+  peer::v1::ForwardRequest request;
+  request.mutable_drop_database()->set_database(db);
+  request.mutable_drop_database()->set_dropped_time(dropped_time);
+  return ForwardToAll(request);
+}
+
+std::vector<PeerStatus> Cluster::Status() const {
+  catalog::SnapshotRef snap = node_->catalog->Snapshot();
+  const catalog::CatalogSnapshot empty;
+  absl::MutexLock lock(&mu_);
+  std::vector<PeerStatus> out;
+  for (const auto& [name, state] : peers_) {
+    PeerStatus p;
+    p.name = name;
+    p.address = state.address;
+    p.connected = state.links > 0;
+    p.authenticated = p.connected && !options_.secret.empty();
+    p.last_error = state.last_error;
+    p.capabilities = state.capabilities;
+    p.digests = state.digests;
+    if (p.connected) {
+      // In sync when, for every database either side knows, the peer's last digest equals
+      // ours now. A database the peer never described counts as empty there.
+      p.schema_in_sync = true;
+      absl::btree_map<std::string, uint64_t> theirs = state.digests;
+      for (const std::string& db : SchemaDatabases(*snap)) {
+        theirs.try_emplace(db, SchemaDigest(empty, db));
+      }
+      for (const auto& [db, digest] : theirs) {
+        if (digest != SchemaDigest(*snap, db)) p.schema_in_sync = false;
+      }
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace cairn::replication

@@ -1,0 +1,148 @@
+// Cluster: this node's peer links (SPEC R1-R4, R9-R13). It serves the Peer gRPC service,
+// dials every configured peer (reconnecting with capped, jittered exponential backoff), and
+// over each Link stream sends this node's DB_SCHEMA snapshots and applies the peer's. It
+// forwards drops to every peer and answers peers' forwarded drops. Thread-safe.
+//
+// A link is symmetric: whichever side dialed, both ends send Hello and then their snapshots,
+// so a route configured on one side only is enough for both to converge. Two routes (each
+// side dialing the other) make two links; applying a snapshot twice changes nothing (R4).
+//
+// Lock order: Cluster::mu_ before LinkSession::mu_. Neither is held across network I/O or
+// catalog calls: sessions are copied out from under mu_ before they are notified.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/btree_map.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "cairn/peer/v1/peer.grpc.pb.h"
+#include "catalog/local_node.h"
+
+namespace cairn::replication {
+
+struct PeerRoute {
+  std::string name;
+  std::string address;  // HOST:PORT of its peer port
+};
+
+struct ClusterOptions {
+  std::string node_name;
+  // Shared cluster secret (R2), sent as call metadata and required from callers. Empty: peers
+  // are not authenticated (loopback only, enforced by the node's configuration rules).
+  std::string secret;
+  std::vector<PeerRoute> peers;
+  absl::Duration backoff_initial = absl::Milliseconds(50);
+  absl::Duration backoff_max = absl::Seconds(5);
+  absl::Duration forward_timeout = absl::Seconds(5);
+};
+
+// R10: one peer's answer to a forwarded drop.
+struct PeerDropStatus {
+  std::string node;
+  std::string status;  // "dropped" | "kept" | "absent" | "failed"
+  std::string reason;
+};
+
+// cluster_status, per peer.
+struct PeerStatus {
+  std::string name;
+  std::string address;
+  bool connected = false;
+  bool authenticated = false;
+  bool schema_in_sync = false;
+  std::string last_error;
+  std::vector<std::string> capabilities;
+  absl::btree_map<std::string, uint64_t> digests;  // the peer's last digest per database
+};
+
+class LinkSession;
+
+class Cluster {
+ public:
+  Cluster(catalog::LocalNode* node, ClusterOptions options);
+  ~Cluster();  // Stop()
+  Cluster(const Cluster&) = delete;
+  Cluster& operator=(const Cluster&) = delete;
+
+  // The Peer service, for the node's gRPC server. Register before the server starts.
+  grpc::Service* service();
+
+  // Subscribes to catalog changes and starts dialing the peers. Call once, after the server
+  // serves.
+  void Start();
+  // Adds a route (add_node) and, once started, dials it. ALREADY_EXISTS for a known route.
+  absl::Status AddPeer(const PeerRoute& route) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Ends every link and joins the dialers. Idempotent.
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // R9, R10: sends the drop to every peer (in parallel, each with a deadline) and reports
+  // what each did. An unreachable peer is "failed": it learns the drop from the marker in the
+  // next snapshot it receives.
+  std::vector<PeerDropStatus> ForwardDropTable(const std::string& db, const std::string& table,
+                                               Hlc dropped_time);
+  std::vector<PeerDropStatus> ForwardDropDatabase(const std::string& db, Hlc dropped_time);
+
+  std::vector<PeerStatus> Status() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- For LinkSession and the service.
+  const ClusterOptions& options() const { return options_; }
+  catalog::LocalNode* node() const { return node_; }
+  // Authenticates a caller (R2): the secret, then the claimed name. Returns the name.
+  absl::StatusOr<std::string> Authenticate(const grpc::ServerContext& context) const;
+  void AddClientMetadata(grpc::ClientContext* context) const;
+  void Register(const std::shared_ptr<LinkSession>& s) ABSL_LOCKS_EXCLUDED(mu_);
+  void Unregister(const LinkSession* s, const absl::Status& why) ABSL_LOCKS_EXCLUDED(mu_);
+  // A peer's Hello or snapshot arrived on a link.
+  void OnHello(const std::string& peer, const peer::v1::Hello& hello) ABSL_LOCKS_EXCLUDED(mu_);
+  void OnSchema(const std::string& peer, const std::string& db, uint64_t digest)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  bool stopping() const { return stopping_.load(); }
+  // Counts a LinkMessage this node does not understand (R1).
+  void CountUnknownMessage() { unknown_messages_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t unknown_messages() const { return unknown_messages_.load(); }
+
+ private:
+  class Service;
+  struct PeerState {
+    std::string address;  // empty for a peer known only from an inbound link
+    int links = 0;        // open sessions with it (either direction)
+    std::string last_error;
+    std::vector<std::string> capabilities;
+    absl::btree_map<std::string, uint64_t> digests;  // its last digest per database
+  };
+
+  void Dial(PeerRoute route);  // the dialer thread of one route
+  std::shared_ptr<grpc::Channel> ChannelTo(const PeerRoute& route) ABSL_LOCKS_EXCLUDED(mu_);
+  PeerDropStatus Forward(const PeerRoute& route, const peer::v1::ForwardRequest& request);
+  std::vector<PeerDropStatus> ForwardToAll(const peer::v1::ForwardRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void OnCatalogChange() ABSL_LOCKS_EXCLUDED(mu_);
+
+  catalog::LocalNode* const node_;
+  const ClusterOptions options_;
+  std::unique_ptr<Service> service_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> unknown_messages_{0};
+
+  mutable absl::Mutex mu_;
+  std::vector<std::shared_ptr<LinkSession>> sessions_ ABSL_GUARDED_BY(mu_);
+  absl::btree_map<std::string, PeerState> peers_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<grpc::ClientContext>> dialing_ ABSL_GUARDED_BY(mu_);
+  absl::CondVar stop_cv_;
+  std::vector<PeerRoute> routes_ ABSL_GUARDED_BY(mu_);
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> dialers_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace cairn::replication

@@ -1,0 +1,71 @@
+// LinkSession: one Link stream between this node and a peer, on either end (SPEC R1-R4).
+//
+// Protocol, both ends alike:
+//   1. send Hello {node_name, protocol_version, capabilities};
+//   2. read the peer's Hello first: its name must be the one the link was authenticated or
+//      routed for (else PERMISSION_DENIED, R2), its protocol version one we speak;
+//   3. then, only if the peer advertised "schema.v1": send a DbSchema per database now and
+//      again after every catalog change. Changes coalesce: while a round of snapshots is being
+//      sent, further changes set one flag and cause one more round (R3);
+//   4. apply every DbSchema that arrives (markers, then definitions, R4); count and ignore
+//      messages of unknown kinds (R1).
+// The session ends when the stream does, or on Cancel().
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "cairn/peer/v1/peer.pb.h"
+
+namespace cairn::replication {
+
+class Cluster;
+
+inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr char kSchemaCapability[] = "schema.v1";
+
+// The two ends of a Link stream behind one interface. Read and Write may run on different
+// threads; Write is called from one thread at a time.
+class LinkStream {
+ public:
+  virtual ~LinkStream() = default;
+  virtual bool Read(peer::v1::LinkMessage* m) = 0;
+  virtual bool Write(const peer::v1::LinkMessage& m) = 0;
+  virtual void Cancel() = 0;
+  // Why the stream ended (after Read returned false and writing stopped).
+  virtual absl::Status Finish() = 0;
+};
+
+class LinkSession {
+ public:
+  // `peer`: the route's name (outbound) or the authenticated caller's name (inbound).
+  LinkSession(Cluster* cluster, std::unique_ptr<LinkStream> stream, std::string peer);
+
+  // Runs the protocol above until the stream ends. Returns why it ended.
+  absl::Status Run() ABSL_LOCKS_EXCLUDED(mu_);
+  // The catalog changed: send another round of snapshots.
+  void CatalogChanged() ABSL_LOCKS_EXCLUDED(mu_);
+  void Cancel();
+  const std::string& peer() const { return peer_; }
+
+ private:
+  void WriterLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // True once the peer's Hello is accepted; false when the stream ended before one came.
+  absl::StatusOr<bool> ReadHello() ABSL_LOCKS_EXCLUDED(mu_);
+
+  Cluster* const cluster_;
+  const std::unique_ptr<LinkStream> stream_;
+  const std::string peer_;
+
+  absl::Mutex mu_;
+  bool peer_hello_ ABSL_GUARDED_BY(mu_) = false;   // the peer's Hello was accepted
+  bool peer_schema_ ABSL_GUARDED_BY(mu_) = false;  // ... and it speaks schema.v1
+  bool dirty_ ABSL_GUARDED_BY(mu_) = true;         // a round of snapshots is due
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace cairn::replication

@@ -1,0 +1,128 @@
+#include "replication/schema_sync.h"
+
+#include <algorithm>
+
+#include "absl/container/btree_set.h"
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+
+namespace cairn::replication {
+namespace {
+
+class Fnv1a {
+ public:
+  void Add(absl::string_view s) {
+    for (unsigned char c : s) Byte(c);
+    Byte(0);  // separator: ("ab","c") and ("a","bc") differ
+  }
+  void Add(uint64_t v) {
+    for (int i = 0; i < 8; ++i) Byte(static_cast<unsigned char>(v >> (8 * i)));
+  }
+  uint64_t value() const { return h_; }
+
+ private:
+  void Byte(unsigned char c) {
+    h_ ^= c;
+    h_ *= 0x100000001b3ULL;
+  }
+  uint64_t h_ = 0xcbf29ce484222325ULL;
+};
+
+}  // namespace
+
+std::vector<std::string> SchemaDatabases(const catalog::CatalogSnapshot& snap) {
+  absl::btree_set<std::string> names;
+  for (const auto& [name, db] : snap.databases) names.insert(name);
+  for (const auto& [key, time] : snap.markers) names.insert(key.first);
+  return {names.begin(), names.end()};
+}
+
+peer::v1::DbSchema BuildDbSchema(const catalog::CatalogSnapshot& snap, absl::string_view db) {
+  peer::v1::DbSchema out;
+  out.set_database(std::string(db));
+  if (const catalog::DatabaseDef* d = snap.FindDatabase(db); d != nullptr) {
+    for (const auto& [name, def] : d->tables) {
+      if (!def->replicate()) continue;  // C11: node-local tables stay here
+      peer::v1::PeerTable* t = out.add_tables();
+      t->set_name(name);
+      t->set_created_time(def->created_time());
+      t->set_primary_key(def->primary_key());
+      t->set_schema_defined(def->schema_defined());
+      for (const catalog::AttributeDef& a : def->attributes()) {
+        peer::v1::PeerAttribute* pa = t->add_attributes();
+        pa->set_name(a.name);
+        pa->set_type(a.type);
+        pa->set_indexed(a.indexed);
+      }
+    }
+  }
+  const std::string db_name(db);
+  for (auto it = snap.markers.lower_bound({db_name, ""});
+       it != snap.markers.end() && it->first.first == db_name; ++it) {
+    peer::v1::PeerMarker* m = out.add_markers();
+    m->set_table(it->first.second);
+    m->set_dropped_time(it->second);
+  }
+  out.set_digest(SchemaDigest(snap, db));
+  return out;
+}
+
+uint64_t SchemaDigest(const catalog::CatalogSnapshot& snap, absl::string_view db) {
+  Fnv1a h;
+  h.Add(db);
+  if (const catalog::DatabaseDef* d = snap.FindDatabase(db); d != nullptr) {
+    for (const auto& [name, def] : d->tables) {  // btree: sorted by name
+      if (!def->replicate()) continue;
+      h.Add(name);
+      std::vector<std::string> attributes;
+      for (const catalog::AttributeDef& a : def->attributes()) attributes.push_back(a.name);
+      std::sort(attributes.begin(), attributes.end());
+      for (const std::string& a : attributes) h.Add(a);
+      h.Add("|");
+    }
+  }
+  h.Add("markers");
+  const std::string db_name(db);
+  for (auto it = snap.markers.lower_bound({db_name, ""});
+       it != snap.markers.end() && it->first.first == db_name; ++it) {
+    h.Add(it->first.second);
+    h.Add(it->second);
+  }
+  return h.value();
+}
+
+absl::Status ApplyDbSchema(catalog::Catalog* catalog, catalog::RecordStore* records,
+                           const peer::v1::DbSchema& schema, SchemaApplyStats* stats) {
+  const std::string& db = schema.database();
+  // R4, step 1: markers (C8). Each retires an older generation here, or is recorded for
+  // later; rows of older row generations in a kept table are purged.
+  for (const peer::v1::PeerMarker& m : schema.markers()) {
+    auto r = records->ApplyPeerDrop(db, m.table(), m.dropped_time());
+    if (!r.ok()) return Annotate(r.status(), absl::StrCat("marker of ", db, ".", m.table()));
+    if (*r != catalog::PeerDropResult::kAbsent) ++stats->markers_applied;
+  }
+  // Step 2: definitions (C4 additive, C5 stamped, C6 dead generations refused).
+  for (const peer::v1::PeerTable& t : schema.tables()) {
+    catalog::PeerTableDef def;
+    def.database = db;
+    def.table = t.name();
+    def.created_time = t.created_time();
+    def.primary_key = t.primary_key();
+    def.schema_defined = t.schema_defined();
+    for (const peer::v1::PeerAttribute& a : t.attributes()) {
+      catalog::AttributeType type = a.type();
+      if (type == catalog::v1::ATTRIBUTE_TYPE_UNSPECIFIED) type = catalog::v1::ANY;
+      def.attributes.push_back({a.name(), type, a.indexed()});
+    }
+    absl::Status s = catalog->ApplyPeerTable(def);
+    if (GetErrorCode(s) == ErrorCode::kTableGenerationDropped) {
+      ++stats->tables_refused;
+      continue;
+    }
+    if (!s.ok()) return Annotate(s, absl::StrCat("definition of ", db, ".", t.name()));
+    ++stats->tables_applied;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cairn::replication

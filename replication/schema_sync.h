@@ -1,0 +1,46 @@
+// DB_SCHEMA (SPEC R3, R4): what a node tells a peer about one database, and how it applies
+// what a peer told it. Pure functions of a catalog snapshot / a record store; no network.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "cairn/peer/v1/peer.pb.h"
+#include "catalog/catalog.h"
+#include "catalog/record_store.h"
+#include "catalog/schema.h"
+
+namespace cairn::replication {
+
+// Every database a snapshot knows of: live ones and those that only have drop markers left.
+std::vector<std::string> SchemaDatabases(const catalog::CatalogSnapshot& snap);
+
+// R3: the live replicating tables of `db` (node-local ones, C11, are left out) and every timed
+// drop marker of `db`, with the digest of that view.
+peer::v1::DbSchema BuildDbSchema(const catalog::CatalogSnapshot& snap, absl::string_view db);
+
+// A stable 64-bit digest (FNV-1a; the same on every node and build) of the live replicating
+// tables of `db` — names and attribute names — and its markers. Two nodes with equal digests
+// for every database hold the same tables and attributes (cluster_status schema_in_sync).
+// Generation stamps are left out: two nodes that created a name concurrently keep their own
+// generations (C4) and are still in sync. A node-local table (C11) that shadows a peer's name
+// keeps the digests apart: the nodes really do differ there.
+uint64_t SchemaDigest(const catalog::CatalogSnapshot& snap, absl::string_view db);
+
+struct SchemaApplyStats {
+  uint64_t markers_applied = 0;  // retired a generation or recorded a newer marker
+  uint64_t tables_applied = 0;   // definitions accepted (new generation or attributes added)
+  uint64_t tables_refused = 0;   // dead generations (C6): expected, not an error
+};
+
+// R4: markers first (C8, purging rows they retire), then definitions (C4, C5, C6). Applying
+// the same snapshot twice changes nothing. An error means the snapshot was malformed or the
+// node could not write; what was applied before it stays applied (each step is its own
+// catalog batch, and each is idempotent).
+absl::Status ApplyDbSchema(catalog::Catalog* catalog, catalog::RecordStore* records,
+                           const peer::v1::DbSchema& schema, SchemaApplyStats* stats);
+
+}  // namespace cairn::replication
