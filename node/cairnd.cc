@@ -167,7 +167,7 @@ int Run(const NodeConfig& config) {
   }
   spdlog::info("serving: ops {} (HTTP, {} threads), peer {}; ready file {}", ops->ToString(),
                http_options.threads, peer.ToString(), ready_path);
-  cluster.Start();
+  if (absl::Status s = cluster.Start(); !s.ok()) return fail("peer links", s);
   ReadyInfo ready{config.name, ops->ToString(), peer.ToString(), static_cast<int>(getpid())};
   if (absl::Status s = WriteReadyFile(ready_path, ready); !s.ok()) return fail("ready.json", s);
 

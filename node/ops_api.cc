@@ -203,6 +203,8 @@ const std::vector<OpsApi::Operation>& OpsApi::Operations() {
       {"search_by_id", &OpsApi::SearchById, false},
       {"search_by_hash", &OpsApi::SearchById, false},  // Harper's older name
       {"search_by_value", &OpsApi::SearchByValue, false},
+      {"add_node", &OpsApi::AddNode, false},
+      {"remove_node", &OpsApi::RemoveNode, false},
       {"cluster_status", &OpsApi::ClusterStatus, false},
       {"set_fault", &OpsApi::SetFault, true},
       {"clear_fault", &OpsApi::ClearFault, true},
@@ -575,6 +577,23 @@ absl::StatusOr<Reply> OpsApi::ClusterStatus(const Fields&) const {
   return JsonReply(json{{"node_name", options_.node_name},
                         {"is_enabled", !connections.empty()},
                         {"connections", std::move(connections)}});
+}
+
+absl::StatusOr<Reply> OpsApi::AddNode(const Fields& f) const {
+  CAIRN_ASSIGN_OR_RETURN(std::string name, f.String("name", "node_name"));
+  CAIRN_ASSIGN_OR_RETURN(std::string url, f.String("url", "hostname"));
+  CAIRN_ASSIGN_OR_RETURN(HostPort address, ParseHostPort(url, "'url'"));
+  if (address.port == 0) return BadRequest("'url' needs the peer's port");
+  if (options_.cluster == nullptr) return Error(ErrorCode::kInternal, "no cluster");
+  CAIRN_RETURN_IF_ERROR(options_.cluster->AddPeer({name, address.ToString()}, /*persist=*/true));
+  return JsonReply(Message(absl::StrCat("Successfully added '", name, "' to cluster")));
+}
+
+absl::StatusOr<Reply> OpsApi::RemoveNode(const Fields& f) const {
+  CAIRN_ASSIGN_OR_RETURN(std::string name, f.String("name", "node_name"));
+  if (options_.cluster == nullptr) return Error(ErrorCode::kInternal, "no cluster");
+  CAIRN_RETURN_IF_ERROR(options_.cluster->RemovePeer(name));
+  return JsonReply(Message(absl::StrCat("Successfully removed '", name, "' from cluster")));
 }
 
 absl::StatusOr<Reply> OpsApi::SetFault(const Fields& f) const {

@@ -82,6 +82,8 @@ class OpsApi {
   absl::StatusOr<Reply> Delete(const Fields& f) const;
   absl::StatusOr<Reply> SearchById(const Fields& f) const;
   absl::StatusOr<Reply> SearchByValue(const Fields& f) const;
+  absl::StatusOr<Reply> AddNode(const Fields& f) const;
+  absl::StatusOr<Reply> RemoveNode(const Fields& f) const;
   absl::StatusOr<Reply> ClusterStatus(const Fields& f) const;
   absl::StatusOr<Reply> SetFault(const Fields& f) const;
   absl::StatusOr<Reply> ClearFault(const Fields& f) const;

@@ -11,6 +11,7 @@
 #include "replication/link_session.h"
 #include "replication/schema_sync.h"
 #include "spdlog/spdlog.h"
+#include "storage/keys.h"
 
 namespace cairn::replication {
 namespace {
@@ -115,6 +116,13 @@ class Cluster::Service final : public peer::v1::Peer::Service {
       auto r = node->records->ApplyPeerDrop(d.database(), d.table(), d.dropped_time());
       if (!r.ok()) return ToGrpc(r.status());
       response->set_status(std::string(catalog::PeerDropResultName(*r)));
+      // The drop's marker may have arrived first, in a snapshot: then this very drop is
+      // already in effect here, and the origin should hear "dropped", not "absent".
+      if (*r == catalog::PeerDropResult::kAbsent &&
+          node->catalog->Snapshot()->MarkerFor(d.database(), d.table()) == d.dropped_time()) {
+        response->set_status("dropped");
+        response->set_reason("already applied from a schema snapshot");
+      }
       spdlog::info("[{}] drop of {}.{} at {} forwarded by {}: {}", cluster_->options().node_name,
                    d.database(), d.table(), d.dropped_time(), *peer, response->status());
       return grpc::Status::OK;
@@ -157,28 +165,84 @@ Cluster::~Cluster() { Stop(); }
 
 grpc::Service* Cluster::service() { return service_.get(); }
 
-void Cluster::Start() {
+absl::Status Cluster::Start() {
+  // Peers added at run time (add_node), unless the configuration names them too.
+  std::vector<PeerRoute> stored;
+  storage::Engine* engine = node_->engine.get();
+  auto it = engine->NewIterator(storage::Cf::kCatalog, nullptr,
+                                storage::PrefixSuccessor(storage::kPeerPrefix));
+  for (it->Seek(std::string(storage::kPeerPrefix)); it->Valid(); it->Next()) {
+    catalog::v1::PeerRow row;
+    if (!row.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+      return absl::DataLossError(absl::StrCat("unreadable peer row ", it->key().ToString()));
+    }
+    stored.push_back({row.name(), row.address()});
+  }
+  if (!it->status().ok()) return absl::InternalError(it->status().ToString());
   node_->catalog->SetListener([this](const catalog::SnapshotRef&) { OnCatalogChange(); });
   absl::MutexLock lock(&mu_);
+  for (const PeerRoute& r : stored) {
+    if (HasRouteLocked(r.name)) continue;
+    routes_.push_back(r);
+    peers_[r.name].address = r.address;
+  }
   started_ = true;
   for (const PeerRoute& route : routes_) {
     dialers_.emplace_back([this, route] { Dial(route); });
   }
+  return absl::OkStatus();
 }
 
-absl::Status Cluster::AddPeer(const PeerRoute& route) {
+bool Cluster::HasRouteLocked(const std::string& name) const {
+  return std::any_of(routes_.begin(), routes_.end(),
+                     [&](const PeerRoute& r) { return r.name == name; });
+}
+
+absl::Status Cluster::AddPeer(const PeerRoute& route, bool persist) {
   if (route.name == options_.node_name) {
-    return absl::InvalidArgumentError("a node does not link to itself (R2)");
+    return Error(ErrorCode::kBadRequest, "a node does not link to itself (R2)");
   }
+  CAIRN_RETURN_IF_ERROR(catalog::ValidateDatabaseName(route.name));
   absl::MutexLock lock(&mu_);
-  for (const PeerRoute& r : routes_) {
-    if (r.name == route.name) {
-      return absl::AlreadyExistsError(absl::StrCat("peer '", route.name, "' is already known"));
-    }
+  if (HasRouteLocked(route.name)) {
+    return Error(ErrorCode::kBadRequest, absl::StrCat("peer '", route.name, "' is already known"));
+  }
+  if (persist) {
+    catalog::v1::PeerRow row;
+    row.set_name(route.name);
+    row.set_address(route.address);
+    row.set_added_time(node_->hlc->Now());
+    rocksdb::WriteBatch batch;
+    batch.Put(node_->engine->cf(storage::Cf::kCatalog), storage::PeerKey(route.name),
+              row.SerializeAsString());
+    CAIRN_RETURN_IF_ERROR(node_->engine->Write(&batch));
   }
   routes_.push_back(route);
   peers_[route.name].address = route.address;
   if (started_ && !stopping_.load()) dialers_.emplace_back([this, route] { Dial(route); });
+  return absl::OkStatus();
+}
+
+absl::Status Cluster::RemovePeer(const std::string& name) {
+  std::vector<std::shared_ptr<LinkSession>> outbound;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!HasRouteLocked(name)) {
+      return Error(ErrorCode::kNodeNotFound, absl::StrCat("no peer named '", name, "'"));
+    }
+    rocksdb::WriteBatch batch;
+    batch.Delete(node_->engine->cf(storage::Cf::kCatalog), storage::PeerKey(name));
+    CAIRN_RETURN_IF_ERROR(node_->engine->Write(&batch));
+    routes_.erase(std::remove_if(routes_.begin(), routes_.end(),
+                                 [&](const PeerRoute& r) { return r.name == name; }),
+                  routes_.end());
+    auto d = dialing_.find(name);
+    if (d != dialing_.end()) d->second->TryCancel();  // its dialer sees no route and ends
+    stop_cv_.SignalAll();
+    PeerState& state = peers_[name];
+    state.address.clear();
+    if (state.links == 0) peers_.erase(name);
+  }
   return absl::OkStatus();
 }
 
@@ -188,7 +252,7 @@ void Cluster::Stop() {
     absl::MutexLock lock(&mu_);
     if (stopping_.exchange(true)) return;
     sessions = sessions_;
-    for (auto& context : dialing_) context->TryCancel();
+    for (auto& [name, context] : dialing_) context->TryCancel();
     stop_cv_.SignalAll();
   }
   for (auto& s : sessions) s->Cancel();
@@ -265,7 +329,7 @@ void Cluster::OnCatalogChange() {
 
 std::shared_ptr<grpc::Channel> Cluster::ChannelTo(const PeerRoute& route) {
   absl::MutexLock lock(&mu_);
-  auto& channel = channels_[route.name];
+  auto& channel = channels_[route.name + "@" + route.address];
   if (channel == nullptr) {
     grpc::ChannelArguments args;
     // gRPC's own reconnect backoff (up to 120 s by default) would outlast ours.
@@ -292,8 +356,8 @@ void Cluster::Dial(PeerRoute route) {
     AddClientMetadata(context.get());
     {
       absl::MutexLock lock(&mu_);
-      if (stopping_.load()) return;
-      dialing_.push_back(context);
+      if (stopping_.load() || !HasRouteLocked(route.name)) return;  // stopped or removed
+      dialing_[route.name] = context;
     }
     const absl::Time start = absl::Now();
     auto session = std::make_shared<LinkSession>(
@@ -303,7 +367,7 @@ void Cluster::Dial(PeerRoute route) {
     Unregister(session.get(), why);
     {
       absl::MutexLock lock(&mu_);
-      dialing_.erase(std::remove(dialing_.begin(), dialing_.end(), context), dialing_.end());
+      dialing_.erase(route.name);
     }
     if (absl::Now() - start > absl::Seconds(10)) backoff = options_.backoff_initial;
     // Capped exponential backoff with jitter (R13): 50-150 % of the current step.

@@ -76,11 +76,16 @@ class Cluster {
   // The Peer service, for the node's gRPC server. Register before the server starts.
   grpc::Service* service();
 
-  // Subscribes to catalog changes and starts dialing the peers. Call once, after the server
-  // serves.
-  void Start();
-  // Adds a route (add_node) and, once started, dials it. ALREADY_EXISTS for a known route.
-  absl::Status AddPeer(const PeerRoute& route) ABSL_LOCKS_EXCLUDED(mu_);
+  // Loads the peers added at run time, subscribes to catalog changes and starts dialing.
+  // Call once, after the server serves.
+  absl::Status Start() ABSL_LOCKS_EXCLUDED(mu_);
+  // add_node (R13): adds a route and, once started, dials it. `persist`: stored in the
+  // catalog family, so it is dialed again after a restart. ALREADY_EXISTS for a known route,
+  // BAD_REQUEST for this node's own name.
+  absl::Status AddPeer(const PeerRoute& route, bool persist = false) ABSL_LOCKS_EXCLUDED(mu_);
+  // remove_node: forgets a route (and its stored row) and ends its outbound link. A route from
+  // the configuration returns at the next start. NODE_NOT_FOUND for an unknown name.
+  absl::Status RemovePeer(const std::string& name) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Ends every link and joins the dialers. Idempotent.
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
@@ -121,7 +126,8 @@ class Cluster {
     absl::btree_map<std::string, uint64_t> digests;  // its last digest per database
   };
 
-  void Dial(PeerRoute route);  // the dialer thread of one route
+  void Dial(PeerRoute route);  // the dialer thread of one route; ends when it is removed
+  bool HasRouteLocked(const std::string& name) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::shared_ptr<grpc::Channel> ChannelTo(const PeerRoute& route) ABSL_LOCKS_EXCLUDED(mu_);
   PeerDropStatus Forward(const PeerRoute& route, const peer::v1::ForwardRequest& request);
   std::vector<PeerDropStatus> ForwardToAll(const peer::v1::ForwardRequest& request)
@@ -137,8 +143,11 @@ class Cluster {
   mutable absl::Mutex mu_;
   std::vector<std::shared_ptr<LinkSession>> sessions_ ABSL_GUARDED_BY(mu_);
   absl::btree_map<std::string, PeerState> peers_ ABSL_GUARDED_BY(mu_);
+  // By "name@address": a peer re-added at a new address gets a new channel.
   absl::flat_hash_map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::shared_ptr<grpc::ClientContext>> dialing_ ABSL_GUARDED_BY(mu_);
+  // The context of each route's current outbound attempt, to cancel it.
+  absl::flat_hash_map<std::string, std::shared_ptr<grpc::ClientContext>> dialing_
+      ABSL_GUARDED_BY(mu_);
   absl::CondVar stop_cv_;
   std::vector<PeerRoute> routes_ ABSL_GUARDED_BY(mu_);
   bool started_ ABSL_GUARDED_BY(mu_) = false;

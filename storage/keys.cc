@@ -61,6 +61,8 @@ std::string AttributeKey(uint64_t generation, absl::string_view attribute) {
   return k;
 }
 
+std::string PeerKey(absl::string_view name) { return absl::StrCat(kPeerPrefix, name); }
+
 std::string MarkerKey(absl::string_view db, absl::string_view table) {
   return absl::StrCat(kMarkerPrefix, db, "/", table);
 }

@@ -42,6 +42,8 @@ std::string AttributeKey(uint64_t generation, absl::string_view attribute);
 std::string AttributePrefix(uint64_t generation);
 std::string MarkerKey(absl::string_view db, absl::string_view table);
 inline constexpr absl::string_view kMarkerPrefix = "M/";
+std::string PeerKey(absl::string_view name);
+inline constexpr absl::string_view kPeerPrefix = "P/";
 
 // --- records and indexes families
 std::string GenerationPrefix(uint64_t generation);

@@ -92,6 +92,7 @@ absl::StatusOr<std::unique_ptr<CairndProcess>> CairndProcess::Start(const Cairnd
       const size_t colon = ready->ops.rfind(':');
       p->host_ = ready->ops.substr(0, colon);
       p->port_ = std::stoi(ready->ops.substr(colon + 1));
+      p->peer_address_ = ready->peer;
       return p;
     }
     absl::SleepFor(absl::Milliseconds(10));  // polling for the file, with a deadline

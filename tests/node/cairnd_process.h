@@ -53,6 +53,7 @@ class CairndProcess {
   const std::string& host() const { return host_; }
   int port() const { return port_; }
   std::string ops_address() const { return host_ + ":" + std::to_string(port_); }
+  const std::string& peer_address() const { return peer_address_; }
   pid_t pid() const { return pid_; }
   const CairndOptions& options() const { return options_; }
   std::string log() const;  // the node's stderr so far
@@ -64,6 +65,7 @@ class CairndProcess {
   pid_t pid_ = -1;
   std::string host_;
   int port_ = 0;
+  std::string peer_address_;
 };
 
 // Path of the built cairnd and cairn binaries.

@@ -50,7 +50,7 @@ class TestNode {
     ASSERT_NE(server_, nullptr);
     ASSERT_NE(bound, 0);
     port_ = bound;
-    cluster_->Start();
+    ASSERT_OK(cluster_->Start());
   }
 
   void Stop() {
