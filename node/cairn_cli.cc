@@ -109,7 +109,9 @@ void PrintStatus(const json& s) {
     std::printf("  %-16s %-22s %s", c.value("name", "?").c_str(), c.value("url", "?").c_str(),
                 c.value("connected", false) ? "connected" : "disconnected");
     if (c.value("connected", false)) {
-      std::printf("  lag %s entries / %s ms", c.value("lag_entries", json(0)).dump().c_str(),
+      std::printf("  %s  lag %s entries / %s ms",
+                  c.value("schema_in_sync", false) ? "schema in sync" : "schema differs",
+                  c.value("lag_entries", json(0)).dump().c_str(),
                   c.value("lag_ms", json(0)).dump().c_str());
     }
     if (c.contains("full_copy") && c["full_copy"].value("active", false)) {
