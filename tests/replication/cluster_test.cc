@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "catalog/local_node.h"
@@ -30,6 +31,7 @@ class TestNode {
   void Start() {
     catalog::LocalNodeOptions o;
     o.name = name_;
+    o.faults = &faults_;
     auto node = catalog::LocalNode::Open(dir_, o);
     ASSERT_OK(node);
     node_ = std::move(*node);
@@ -76,6 +78,7 @@ class TestNode {
   catalog::Catalog& catalog() { return *node_->catalog; }
   catalog::RecordStore& records() { return *node_->records; }
   Cluster& cluster() { return *cluster_; }
+  FaultRegistry& faults() { return faults_; }
   catalog::TableRef Table(const std::string& db, const std::string& t) {
     auto def = node_->catalog->Snapshot()->FindTable(db, t);
     return def.ok() ? *def : nullptr;
@@ -97,6 +100,7 @@ class TestNode {
 
  private:
   std::string name_, dir_, secret_;
+  FaultRegistry faults_;
   int port_ = 0;
   std::vector<PeerRoute> routes_;
   std::unique_ptr<catalog::LocalNode> node_;
@@ -209,6 +213,70 @@ TEST_F(ClusterTest, R4_C4_NodesThatDeclaredDifferentAttributesEndWithAll) {
                                          [&](const nlohmann::json&) { return ++found, true; }));
     EXPECT_EQ(found, 1) << n->name();
   }
+}
+
+// Test 2 (seed 000/002's replicationLoad): both nodes create the same tables in many databases
+// at once, with the create path slowed between its checks and its commit. Every node ends with
+// every attribute, and a search on one never answers "unknown attribute".
+TEST_F(ClusterTest, C1_C4_ConcurrentCreatesOfTheSameTablesEndWithEveryAttribute) {
+  auto a = NewNode("a"), b = NewNode("b");
+  Link(a.get(), b.get());
+  constexpr int kDatabases = 10;
+  for (TestNode* n : {a.get(), b.get()}) {
+    n->faults().Set("catalog.create.before_commit", FaultAction::Delay(absl::Milliseconds(5)));
+  }
+  auto create_all = [&](TestNode* n) {
+    for (int i = 0; i < kDatabases; ++i) {
+      absl::Status s =
+          n->catalog().CreateTable(Spec(absl::StrCat("db", i), "test", {"name"})).status();
+      // The peer's definition may have arrived first: then this create finds the table.
+      EXPECT_TRUE(s.ok() || GetErrorCode(s) == ErrorCode::kTableExists) << s;
+    }
+  };
+  std::thread ta(create_all, a.get()), tb(create_all, b.get());
+  ta.join();
+  tb.join();
+  ExpectConnectedAndInSync(a.get(), b.get());
+  ExpectConnectedAndInSync(b.get(), a.get());
+  for (TestNode* n : {a.get(), b.get()}) {
+    for (int i = 0; i < kDatabases; ++i) {
+      const std::string db = absl::StrCat("db", i);
+      ASSERT_THAT(n->Attributes(db, "test"), ElementsAre("id", "name")) << n->name() << " " << db;
+      ASSERT_OK(n->records().Write(
+          db, "test", nlohmann::json::array({{{"id", "from-" + n->name()}, {"name", "test"}}}),
+          catalog::WriteMode::kUpsert));
+      int found = 0;
+      ASSERT_OK(n->records().SearchByValue(db, "test", "name", "*", {},
+                                           [&](const nlohmann::json&) { return ++found, true; }));
+      EXPECT_EQ(found, 1);
+    }
+  }
+}
+
+// R1: a message of a kind this node does not know is counted and ignored; the link stays up.
+TEST_F(ClusterTest, R1_UnknownMessagesAreCountedAndIgnored) {
+  auto b = NewNode("b");
+  ASSERT_OK(b->catalog().CreateTable(Spec("shop", "t", {"x"})));
+  auto stub = peer::v1::Peer::NewStub(
+      grpc::CreateChannel(b->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.AddMetadata("cairn-node", "a");
+  context.AddMetadata("cairn-secret", "s3cret");
+  auto stream = stub->Link(&context);
+  peer::v1::LinkMessage hello;
+  hello.mutable_hello()->set_node_name("a");
+  hello.mutable_hello()->set_protocol_version(1);
+  hello.mutable_hello()->add_capabilities("schema.v1");
+  ASSERT_TRUE(stream->Write(hello));
+  peer::v1::LinkMessage unknown;  // what a newer peer's new message kind looks like here
+  ASSERT_TRUE(stream->Write(unknown));
+  // b answers with its Hello, then its snapshot of "shop": the link is still up.
+  peer::v1::LinkMessage m;
+  bool got_schema = false;
+  while (!got_schema && stream->Read(&m)) got_schema = m.has_db_schema();
+  EXPECT_TRUE(got_schema);
+  ASSERT_EVENTUALLY([&] { ASSERT_EQ(b->cluster().unknown_messages(), 1u); });
+  context.TryCancel();
 }
 
 // Test 3: a drop with the peer offline reaches it through the marker when it reconnects, and
