@@ -74,13 +74,13 @@ void AddNodeMetrics(Metrics* metrics, catalog::LocalNode* node) {
 }
 
 // The peer port: the Peer service (Link and Forward) of the cluster.
-absl::StatusOr<std::unique_ptr<grpc::Server>> StartPeerServer(const HostPort& listen,
-                                                              grpc::Service* service,
-                                                              HostPort* bound) {
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartPeerServer(
+    const HostPort& listen, grpc::Service* service,
+    std::shared_ptr<grpc::ServerCredentials> credentials, HostPort* bound) {
   grpc::ServerBuilder builder;
   builder.RegisterService(service);
   int port = 0;
-  builder.AddListeningPort(listen.ToString(), grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(listen.ToString(), std::move(credentials), &port);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     return Error(ErrorCode::kInternal,
@@ -138,6 +138,9 @@ int Run(const NodeConfig& config) {
   replication::ClusterOptions cluster_options;
   cluster_options.node_name = config.name;
   cluster_options.secret = config.cluster_secret;
+  cluster_options.tls_cert = config.tls_cert;
+  cluster_options.tls_key = config.tls_key;
+  cluster_options.tls_ca = config.tls_ca;
   for (const PeerConfig& p : config.peers) {
     cluster_options.peers.push_back({p.name, p.address.ToString()});
   }
@@ -157,7 +160,8 @@ int Run(const NodeConfig& config) {
   if (!ops.ok()) return fail("operations API", ops.status());
 
   HostPort peer;
-  auto peer_server = StartPeerServer(config.peer_listen, cluster.service(), &peer);
+  auto peer_server =
+      StartPeerServer(config.peer_listen, cluster.service(), cluster.ServerCredentials(), &peer);
   if (!peer_server.ok()) return fail("peer port", peer_server.status());
 
   if (config.admin_password.empty()) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/ascii.h"
@@ -270,6 +271,18 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
     if (absl::Status s = ReadSecretFile(c.cluster_secret_file, &c.cluster_secret); !s.ok()) {
       return fail(Annotate(s, "--cluster-secret-file"));
     }
+  }
+  const int tls_files = !c.tls_cert_file.empty() + !c.tls_key_file.empty() + !c.tls_ca_file.empty();
+  if (tls_files != 0 && tls_files != 3) {
+    return fail(Error(ErrorCode::kBadRequest,
+                      "mutual TLS needs all of --tls-cert-file, --tls-key-file, --tls-ca-file"));
+  }
+  for (auto [path, text, flag] : {std::make_tuple(&c.tls_cert_file, &c.tls_cert, "--tls-cert-file"),
+                                  std::make_tuple(&c.tls_key_file, &c.tls_key, "--tls-key-file"),
+                                  std::make_tuple(&c.tls_ca_file, &c.tls_ca, "--tls-ca-file")}) {
+    if (path->empty()) continue;
+    if (absl::Status s = ReadSecretFile(*path, text); !s.ok()) return fail(Annotate(s, flag));
+    text->push_back('\n');
   }
   if (absl::Status s = ValidateConfig(c); !s.ok()) return fail(s);
   out.run = true;

@@ -39,6 +39,7 @@ struct NodeConfig {
   std::string cluster_secret_file;
   std::string cluster_secret;  // read from cluster_secret_file
   std::string tls_cert_file, tls_key_file, tls_ca_file;
+  std::string tls_cert, tls_key, tls_ca;  // their PEM text, read at start
 
   std::string admin_user = "admin";
   std::string admin_password;  // empty: no authentication, loopback only

@@ -5,9 +5,13 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "catalog/names.h"
 #include "common/status.h"
+#include "grpc/grpc_security_constants.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/security/server_credentials.h"
 #include "replication/link_session.h"
 #include "replication/schema_sync.h"
 #include "spdlog/spdlog.h"
@@ -264,6 +268,14 @@ void Cluster::Stop() {
   for (std::thread& t : dialers) t.join();
 }
 
+std::shared_ptr<grpc::ServerCredentials> Cluster::ServerCredentials() const {
+  if (!tls()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions ssl(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  ssl.pem_root_certs = options_.tls_ca;
+  ssl.pem_key_cert_pairs.push_back({options_.tls_key, options_.tls_cert});
+  return grpc::SslServerCredentials(ssl);
+}
+
 absl::StatusOr<std::string> Cluster::Authenticate(const grpc::ServerContext& context) const {
   if (!options_.secret.empty() &&
       !ConstantTimeEquals(Metadata(context, kSecretHeader), options_.secret)) {
@@ -277,6 +289,22 @@ absl::StatusOr<std::string> Cluster::Authenticate(const grpc::ServerContext& con
   }
   if (name == options_.node_name) {
     return absl::PermissionDeniedError("a node does not link to itself (R2)");
+  }
+  if (tls()) {
+    // The claim must be a name the verified client certificate carries.
+    std::vector<std::string> names;
+    auto auth = context.auth_context();
+    for (const char* property : {GRPC_X509_SAN_PROPERTY_NAME, GRPC_X509_CN_PROPERTY_NAME}) {
+      for (const grpc::string_ref& v : auth->FindPropertyValues(property)) {
+        names.emplace_back(v.data(), v.size());
+      }
+    }
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      spdlog::warn("[{}] refused a peer claiming '{}' with a certificate for [{}] (R2)",
+                   options_.node_name, name, absl::StrJoin(names, ", "));
+      return absl::PermissionDeniedError(
+          absl::StrCat("the claimed name '", name, "' is not in the client certificate (R2)"));
+    }
   }
   return name;
 }
@@ -342,7 +370,17 @@ std::shared_ptr<grpc::Channel> Cluster::ChannelTo(const PeerRoute& route) {
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);  // notice a silent peer
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
     args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-    channel = grpc::CreateCustomChannel(route.address, grpc::InsecureChannelCredentials(), args);
+    std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+    if (tls()) {
+      grpc::SslCredentialsOptions ssl;
+      ssl.pem_root_certs = options_.tls_ca;
+      ssl.pem_private_key = options_.tls_key;
+      ssl.pem_cert_chain = options_.tls_cert;
+      credentials = grpc::SslCredentials(ssl);
+      // The peer's certificate must name the node the route is for, whatever its address.
+      args.SetSslTargetNameOverride(route.name);
+    }
+    channel = grpc::CreateCustomChannel(route.address, credentials, args);
   }
   return channel;
 }
@@ -442,7 +480,7 @@ std::vector<PeerStatus> Cluster::Status() const {
     p.name = name;
     p.address = state.address;
     p.connected = state.links > 0;
-    p.authenticated = p.connected && !options_.secret.empty();
+    p.authenticated = p.connected && (!options_.secret.empty() || tls());
     p.last_error = state.last_error;
     p.capabilities = state.capabilities;
     p.digests = state.digests;

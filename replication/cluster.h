@@ -40,6 +40,11 @@ struct ClusterOptions {
   // are not authenticated (loopback only, enforced by the node's configuration rules).
   std::string secret;
   std::vector<PeerRoute> peers;
+  // Mutual TLS (R2), PEM text: this node's certificate chain and key, and the CA that signs
+  // every node's certificate. All three or none. A node's certificate names it (SAN DNS or
+  // CN); a caller's claimed name must be one of its certificate's names, and a dialed peer's
+  // certificate must name the route's node.
+  std::string tls_cert, tls_key, tls_ca;
   absl::Duration backoff_initial = absl::Milliseconds(50);
   absl::Duration backoff_max = absl::Seconds(5);
   absl::Duration forward_timeout = absl::Seconds(5);
@@ -75,6 +80,9 @@ class Cluster {
 
   // The Peer service, for the node's gRPC server. Register before the server starts.
   grpc::Service* service();
+  // Credentials for the peer port: mutual TLS when configured, else plaintext.
+  std::shared_ptr<grpc::ServerCredentials> ServerCredentials() const;
+  bool tls() const { return !options_.tls_cert.empty(); }
 
   // Loads the peers added at run time, subscribes to catalog changes and starts dialing.
   // Call once, after the server serves.

@@ -16,7 +16,7 @@ packages=(
   libabsl-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   libcpp-httplib-dev libyaml-cpp-dev libssl-dev
-  libclang-rt-14-dev curl python3
+  libclang-rt-14-dev curl python3 openssl
 )
 
 missing=()

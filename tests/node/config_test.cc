@@ -151,6 +151,9 @@ TEST_F(ConfigTest, BadValuesAreRefusedWithTheirFlag) {
            {{"--name", "n1", "--data-dir", "/x", "--admin-password-file", "/nonexistent"},
             "--admin-password-file"},
            {{"--name", "n1", "--data-dir", "/x", "--max-body-bytes", "-1"}, "--max-body-bytes"},
+           {{"--name", "n1", "--data-dir", "/x", "--tls-cert-file", "/c.pem"}, "mutual TLS"},
+           {{"--name", "n1", "--data-dir", "/x", "--peer-listen", "0.0.0.0:9933"},
+            "without an admin password"},
            {{"--name", "n1", "--data-dir", "/x", "--max-body-bytes", "10"}, "--max-body-bytes"},
        }) {
     ParsedCommandLine p = Parse(c.args);

@@ -4,7 +4,9 @@
 // comes back on the same directory and port.
 #include "replication/cluster.h"
 
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -23,8 +25,14 @@ using ::testing::ElementsAre;
 
 class TestNode {
  public:
-  TestNode(std::string name, std::string dir, std::string secret)
-      : name_(std::move(name)), dir_(std::move(dir)), secret_(std::move(secret)) {}
+  struct Tls {
+    std::string cert, key, ca;  // PEM
+  };
+  TestNode(std::string name, std::string dir, std::string secret, Tls tls = {})
+      : name_(std::move(name)),
+        dir_(std::move(dir)),
+        secret_(std::move(secret)),
+        tls_(std::move(tls)) {}
   ~TestNode() { Stop(); }
 
   // Starts (or restarts) on `port` (0: any free port, remembered for restarts).
@@ -42,11 +50,14 @@ class TestNode {
     co.backoff_max = absl::Milliseconds(200);
     co.forward_timeout = absl::Seconds(2);
     co.peers = routes_;
+    co.tls_cert = tls_.cert;
+    co.tls_key = tls_.key;
+    co.tls_ca = tls_.ca;
     cluster_ = std::make_unique<Cluster>(node_.get(), co);
     grpc::ServerBuilder builder;
     builder.RegisterService(cluster_->service());
     int bound = 0;
-    builder.AddListeningPort(absl::StrCat("127.0.0.1:", port_), grpc::InsecureServerCredentials(),
+    builder.AddListeningPort(absl::StrCat("127.0.0.1:", port_), cluster_->ServerCredentials(),
                              &bound);
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
@@ -100,6 +111,7 @@ class TestNode {
 
  private:
   std::string name_, dir_, secret_;
+  Tls tls_;
   FaultRegistry faults_;
   int port_ = 0;
   std::vector<PeerRoute> routes_;
@@ -436,6 +448,80 @@ TEST_F(ClusterTest, R2_ANodeRefusesALinkToItselfAndANameThatDoesNotMatchTheRoute
   ASSERT_EVENTUALLY(
       [&] { ASSERT_THAT(a->StatusOf("x").last_error, ::testing::HasSubstr("PERMISSION_DENIED")); });
   EXPECT_FALSE(a->StatusOf("x").connected);
+}
+
+// ---- Mutual TLS (R2): certificates made for the test with the openssl tool.
+
+class TlsClusterTest : public ClusterTest {
+ protected:
+  // A CA, and for each name a certificate naming it (CN and SAN DNS) signed by that CA.
+  std::string MakeCa(const std::string& ca) {
+    Run(absl::StrCat("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes",
+                     " -keyout ", ca, ".key -out ", ca, ".pem -days 2 -subj /CN=", ca));
+    return ca;
+  }
+  TestNode::Tls Issue(const std::string& ca, const std::string& name) {
+    const std::string base = absl::StrCat(ca, "-", name);
+    Run(absl::StrCat("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ",
+                     base, ".key -out ", base, ".csr -subj /CN=", name));
+    std::ofstream(dir_.Sub(base + ".ext")) << "subjectAltName=DNS:" << name << ",IP:127.0.0.1\n";
+    Run(absl::StrCat("openssl x509 -req -in ", base, ".csr -CA ", ca, ".pem -CAkey ", ca,
+                     ".key -CAcreateserial -out ", base, ".pem -days 2 -extfile ", base, ".ext"));
+    return {Read(base + ".pem"), Read(base + ".key"), Read(ca + ".pem")};
+  }
+  std::unique_ptr<TestNode> NewTlsNode(const std::string& name, TestNode::Tls tls) {
+    auto n = std::make_unique<TestNode>(name, dir_.Sub(name), /*secret=*/"", std::move(tls));
+    n->Start();
+    return n;
+  }
+
+ private:
+  void Run(const std::string& command) {
+    const std::string full = absl::StrCat("cd ", dir_.path(), " && ", command, " 2>/dev/null");
+    ASSERT_EQ(std::system(full.c_str()), 0) << full;
+  }
+  std::string Read(const std::string& file) {
+    std::ifstream in(dir_.Sub(file));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+};
+
+TEST_F(TlsClusterTest, R2_MutualTlsLinksNodesWhoseCertificatesNameThem) {
+  const std::string ca = MakeCa("ca");
+  auto a = NewTlsNode("a", Issue(ca, "a")), b = NewTlsNode("b", Issue(ca, "b"));
+  Link(a.get(), b.get());
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "t", {"x"})));
+  ASSERT_EVENTUALLY([&] { ASSERT_NE(b->Table("shop", "t"), nullptr); });
+  ExpectConnectedAndInSync(a.get(), b.get());
+  EXPECT_TRUE(a->StatusOf("b").authenticated);
+}
+
+TEST_F(TlsClusterTest, R2_AClaimedNameNotInTheCertificateIsRefused) {
+  const std::string ca = MakeCa("ca");
+  auto b = NewTlsNode("b", Issue(ca, "b"));
+  // A node that calls itself "a" but holds c's certificate.
+  auto impostor = NewTlsNode("a", Issue(ca, "c"));
+  impostor->Route(*b);
+  ASSERT_OK(impostor->catalog().CreateTable(Spec("shop", "from_impostor", {"x"})));
+  ASSERT_EVENTUALLY([&] {
+    ASSERT_THAT(impostor->StatusOf("b").last_error, ::testing::HasSubstr("PERMISSION_DENIED"));
+  });
+  EXPECT_FALSE(impostor->StatusOf("b").connected);
+  EXPECT_EQ(b->Table("shop", "from_impostor"), nullptr);
+}
+
+TEST_F(TlsClusterTest, R2_ACertificateFromAnotherCaExchangesNothing) {
+  const std::string ca = MakeCa("ca"), other = MakeCa("other");
+  auto a = NewTlsNode("a", Issue(ca, "a"));
+  TestNode::Tls foreign = Issue(other, "b");
+  auto b = NewTlsNode("b", foreign);
+  b->Route(*a);
+  ASSERT_OK(b->catalog().CreateTable(Spec("shop", "from_b", {"x"})));
+  ASSERT_EVENTUALLY([&] { ASSERT_FALSE(b->StatusOf("a").last_error.empty()); });
+  EXPECT_FALSE(b->StatusOf("a").connected);
+  EXPECT_EQ(a->Table("shop", "from_b"), nullptr);
 }
 
 }  // namespace
