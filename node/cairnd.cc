@@ -142,7 +142,9 @@ int Run(const NodeConfig& config) {
   cluster_options.tls_key = config.tls_key;
   cluster_options.tls_ca = config.tls_ca;
   for (const PeerConfig& p : config.peers) {
-    cluster_options.peers.push_back({p.name, p.address.ToString()});
+    replication::PeerRoute route{p.name, p.address.ToString(), {}};
+    for (const auto& [db, table] : p.exclude) route.exclude.Add(db, table);
+    cluster_options.peers.push_back(std::move(route));
   }
   replication::Cluster cluster(node->get(), cluster_options);
   api_options.cluster = &cluster;

@@ -202,6 +202,10 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
       ->capture_default_str();
   app.add_option("--peer", peers, "NAME=HOST:PORT of a peer (repeatable)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  std::vector<std::string> peer_excludes;
+  app.add_option("--peer-exclude", peer_excludes,
+                 "NAME=DB.TABLE: a table neither sent to nor accepted from that peer (R11)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--cluster-secret-file", c.cluster_secret_file, "shared secret of the cluster");
   app.add_option("--tls-cert-file", c.tls_cert_file, "this node's certificate (PEM)");
   app.add_option("--tls-key-file", c.tls_key_file, "this node's private key (PEM)");
@@ -254,7 +258,18 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
       return fail(
           Error(ErrorCode::kBadRequest, absl::StrCat("--peer '", p, "' is not NAME=HOST:PORT")));
     }
-    c.peers.push_back({kv.first, *address});
+    c.peers.push_back({kv.first, *address, {}});
+  }
+  for (const std::string& e : peer_excludes) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(e, absl::MaxSplits('=', 1));
+    std::pair<std::string, std::string> table = absl::StrSplit(kv.second, absl::MaxSplits('.', 1));
+    auto peer = std::find_if(c.peers.begin(), c.peers.end(),
+                             [&](const PeerConfig& p) { return p.name == kv.first; });
+    if (peer == c.peers.end() || table.first.empty() || table.second.empty()) {
+      return fail(Error(ErrorCode::kBadRequest,
+                        absl::StrCat("--peer-exclude '", e, "' is not NAME=DB.TABLE of a --peer")));
+    }
+    peer->exclude.push_back(table);
   }
   if (!absl::ParseDuration(drain_timeout, &c.drop_drain_timeout)) {
     return fail(Error(ErrorCode::kBadRequest, absl::StrCat("--drop-drain-timeout '", drain_timeout,

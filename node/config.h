@@ -28,6 +28,7 @@ bool IsLoopbackHost(absl::string_view host);
 struct PeerConfig {
   std::string name;
   HostPort address;
+  std::vector<std::pair<std::string, std::string>> exclude;  // (db, table), R11
 };
 
 struct NodeConfig {

@@ -584,8 +584,23 @@ absl::StatusOr<Reply> OpsApi::AddNode(const Fields& f) const {
   CAIRN_ASSIGN_OR_RETURN(std::string url, f.String("url", "hostname"));
   CAIRN_ASSIGN_OR_RETURN(HostPort address, ParseHostPort(url, "'url'"));
   if (address.port == 0) return BadRequest("'url' needs the peer's port");
+  replication::PeerRoute route{name, address.ToString(), {}};
+  // R11: {"exclude_tables": {"db": ["table", ...]}}
+  if (const json* exclude = f.Find("exclude_tables"); exclude != nullptr) {
+    const char* shape = "'exclude_tables' must be an object of database: [table, ...]";
+    if (!exclude->is_object()) return BadRequest(shape);
+    for (const auto& [db, tables] : exclude->items()) {
+      if (!tables.is_array()) return BadRequest(shape);
+      CAIRN_RETURN_IF_ERROR(catalog::ValidateDatabaseName(db));
+      for (const json& t : tables) {
+        if (!t.is_string()) return BadRequest(shape);
+        CAIRN_RETURN_IF_ERROR(catalog::ValidateTableName(t.get<std::string>()));
+        route.exclude.Add(db, t.get<std::string>());
+      }
+    }
+  }
   if (options_.cluster == nullptr) return Error(ErrorCode::kInternal, "no cluster");
-  CAIRN_RETURN_IF_ERROR(options_.cluster->AddPeer({name, address.ToString()}, /*persist=*/true));
+  CAIRN_RETURN_IF_ERROR(options_.cluster->AddPeer(route, /*persist=*/true));
   return JsonReply(Message(absl::StrCat("Successfully added '", name, "' to cluster")));
 }
 

@@ -97,7 +97,7 @@ class Cluster::Service final : public peer::v1::Peer::Service {
         cluster_, std::make_unique<ServerLinkStream>(context, stream), *peer);
     cluster_->Register(session);
     absl::Status s = session->Run();
-    cluster_->Unregister(session.get(), s);
+    cluster_->Unregister(session.get(), s, session->hello_received());
     return ToGrpc(s);
   }
 
@@ -115,8 +115,14 @@ class Cluster::Service final : public peer::v1::Peer::Service {
                                        "' is not the authenticated peer '", *peer, "'"));
     }
     catalog::LocalNode* node = cluster_->node();
+    const Exclusions exclusions = cluster_->ExclusionsFor(*peer);
     if (request->has_drop_table()) {
       const peer::v1::DropTable& d = request->drop_table();
+      if (exclusions.Excludes(d.database(), d.table())) {  // R11, receiver's side
+        response->set_status("kept");
+        response->set_reason("excluded by this node's route (R11)");
+        return grpc::Status::OK;
+      }
       auto r = node->records->ApplyPeerDrop(d.database(), d.table(), d.dropped_time());
       if (!r.ok()) return ToGrpc(r.status());
       response->set_status(std::string(catalog::PeerDropResultName(*r)));
@@ -133,6 +139,27 @@ class Cluster::Service final : public peer::v1::Peer::Service {
     }
     if (request->has_drop_database()) {
       const peer::v1::DropDatabase& d = request->drop_database();
+      if (exclusions.AnyIn(d.database())) {
+        // R11: only the tables this route shares; the database stays for the others.
+        bool dropped = false, kept = false;
+        const catalog::DatabaseDef* db = node->catalog->Snapshot()->FindDatabase(d.database());
+        std::vector<std::string> tables;
+        if (db != nullptr) {
+          for (const auto& [name, def] : db->tables) tables.push_back(name);
+        }
+        for (const std::string& t : tables) {
+          if (exclusions.Excludes(d.database(), t)) {
+            kept = true;
+            continue;
+          }
+          auto r = node->records->ApplyPeerDrop(d.database(), t, d.dropped_time());
+          if (!r.ok()) return ToGrpc(r.status());
+          dropped |= *r == catalog::PeerDropResult::kDropped;
+          kept |= *r == catalog::PeerDropResult::kKept;
+        }
+        response->set_status(kept ? "kept" : dropped ? "dropped" : "absent");
+        return grpc::Status::OK;
+      }
       auto results = node->catalog->ApplyPeerDropDatabase(d.database(), d.dropped_time());
       if (!results.ok()) return ToGrpc(results.status());
       bool dropped = false, kept = false;
@@ -158,10 +185,20 @@ class Cluster::Service final : public peer::v1::Peer::Service {
 
 Cluster::Cluster(catalog::LocalNode* node, ClusterOptions options)
     : node_(node), options_(std::move(options)), service_(std::make_unique<Service>(this)) {
+  {
+    absl::MutexLock lock(&hook_->mu);
+    hook_->cluster = this;
+  }
+  // Before any server serves, so no catalog change goes unannounced (R3).
+  node_->catalog->SetListener([hook = hook_](const catalog::SnapshotRef&) {
+    absl::MutexLock lock(&hook->mu);
+    if (hook->cluster != nullptr) hook->cluster->OnCatalogChange();
+  });
   absl::MutexLock lock(&mu_);
-  for (const PeerRoute& r : options_.peers) {
+  for (PeerRoute r : options_.peers) {
+    r.id = next_route_id_++;
     peers_[r.name].address = r.address;
-    routes_.push_back(r);
+    routes_.push_back(std::move(r));
   }
 }
 
@@ -180,21 +217,39 @@ absl::Status Cluster::Start() {
     if (!row.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
       return absl::DataLossError(absl::StrCat("unreadable peer row ", it->key().ToString()));
     }
-    stored.push_back({row.name(), row.address()});
+    PeerRoute route{row.name(), row.address(), {}};
+    for (const std::string& t : row.exclude()) {
+      const size_t dot = t.find('.');
+      if (dot != std::string::npos) route.exclude.Add(t.substr(0, dot), t.substr(dot + 1));
+    }
+    stored.push_back(std::move(route));
   }
   if (!it->status().ok()) return absl::InternalError(it->status().ToString());
-  node_->catalog->SetListener([this](const catalog::SnapshotRef&) { OnCatalogChange(); });
   absl::MutexLock lock(&mu_);
-  for (const PeerRoute& r : stored) {
+  for (PeerRoute& r : stored) {
     if (HasRouteLocked(r.name)) continue;
-    routes_.push_back(r);
+    r.id = next_route_id_++;
     peers_[r.name].address = r.address;
+    routes_.push_back(std::move(r));
   }
   started_ = true;
   for (const PeerRoute& route : routes_) {
     dialers_.emplace_back([this, route] { Dial(route); });
   }
   return absl::OkStatus();
+}
+
+Exclusions Cluster::ExclusionsFor(const std::string& peer) const {
+  absl::MutexLock lock(&mu_);
+  for (const PeerRoute& r : routes_) {
+    if (r.name == peer) return r.exclude;
+  }
+  return {};
+}
+
+bool Cluster::HasRouteIdLocked(uint64_t id) const {
+  return std::any_of(routes_.begin(), routes_.end(),
+                     [&](const PeerRoute& r) { return r.id == id; });
 }
 
 bool Cluster::HasRouteLocked(const std::string& name) const {
@@ -216,14 +271,17 @@ absl::Status Cluster::AddPeer(const PeerRoute& route, bool persist) {
     row.set_name(route.name);
     row.set_address(route.address);
     row.set_added_time(node_->hlc->Now());
+    for (const std::string& t : route.exclude.List()) row.add_exclude(t);
     rocksdb::WriteBatch batch;
     batch.Put(node_->engine->cf(storage::Cf::kCatalog), storage::PeerKey(route.name),
               row.SerializeAsString());
     CAIRN_RETURN_IF_ERROR(node_->engine->Write(&batch));
   }
-  routes_.push_back(route);
+  PeerRoute added = route;
+  added.id = next_route_id_++;
+  routes_.push_back(added);
   peers_[route.name].address = route.address;
-  if (started_ && !stopping_.load()) dialers_.emplace_back([this, route] { Dial(route); });
+  if (started_ && !stopping_.load()) dialers_.emplace_back([this, added] { Dial(added); });
   return absl::OkStatus();
 }
 
@@ -237,12 +295,14 @@ absl::Status Cluster::RemovePeer(const std::string& name) {
     rocksdb::WriteBatch batch;
     batch.Delete(node_->engine->cf(storage::Cf::kCatalog), storage::PeerKey(name));
     CAIRN_RETURN_IF_ERROR(node_->engine->Write(&batch));
+    for (const PeerRoute& r : routes_) {
+      if (r.name != name) continue;
+      auto d = dialing_.find(r.id);
+      if (d != dialing_.end()) d->second->TryCancel();  // its dialer sees no route and ends
+    }
     routes_.erase(std::remove_if(routes_.begin(), routes_.end(),
                                  [&](const PeerRoute& r) { return r.name == name; }),
                   routes_.end());
-    auto d = dialing_.find(name);
-    if (d != dialing_.end()) d->second->TryCancel();  // its dialer sees no route and ends
-    stop_cv_.SignalAll();
     PeerState& state = peers_[name];
     state.address.clear();
     if (state.links == 0) peers_.erase(name);
@@ -253,11 +313,14 @@ absl::Status Cluster::RemovePeer(const std::string& name) {
 void Cluster::Stop() {
   std::vector<std::shared_ptr<LinkSession>> sessions;
   {
+    absl::MutexLock lock(&hook_->mu);
+    hook_->cluster = nullptr;  // the catalog outlives this Cluster
+  }
+  {
     absl::MutexLock lock(&mu_);
     if (stopping_.exchange(true)) return;
     sessions = sessions_;
     for (auto& [name, context] : dialing_) context->TryCancel();
-    stop_cv_.SignalAll();
   }
   for (auto& s : sessions) s->Cancel();
   std::vector<std::thread> dialers;
@@ -317,16 +380,15 @@ void Cluster::AddClientMetadata(grpc::ClientContext* context) const {
 void Cluster::Register(const std::shared_ptr<LinkSession>& s) {
   absl::MutexLock lock(&mu_);
   sessions_.push_back(s);
-  ++peers_[s->peer()].links;
 }
 
-void Cluster::Unregister(const LinkSession* s, const absl::Status& why) {
+void Cluster::Unregister(const LinkSession* s, const absl::Status& why, bool connected) {
   absl::MutexLock lock(&mu_);
   sessions_.erase(std::remove_if(sessions_.begin(), sessions_.end(),
                                  [s](const auto& p) { return p.get() == s; }),
                   sessions_.end());
   PeerState& state = peers_[s->peer()];
-  --state.links;
+  if (connected) --state.links;
   if (!why.ok() && !stopping_.load()) {
     state.last_error = why.ToString();
     spdlog::info("[{}] link with {} ended: {}", options_.node_name, s->peer(), why.ToString());
@@ -337,6 +399,7 @@ void Cluster::Unregister(const LinkSession* s, const absl::Status& why) {
 void Cluster::OnHello(const std::string& peer, const peer::v1::Hello& hello) {
   absl::MutexLock lock(&mu_);
   PeerState& state = peers_[peer];
+  ++state.links;  // a link counts as connected once the peer's Hello is accepted
   state.capabilities.assign(hello.capabilities().begin(), hello.capabilities().end());
   state.last_error.clear();
 }
@@ -394,26 +457,35 @@ void Cluster::Dial(PeerRoute route) {
     AddClientMetadata(context.get());
     {
       absl::MutexLock lock(&mu_);
-      if (stopping_.load() || !HasRouteLocked(route.name)) return;  // stopped or removed
-      dialing_[route.name] = context;
+      if (stopping_.load() || !HasRouteIdLocked(route.id)) return;  // stopped or removed
+      dialing_[route.id] = context;
     }
     const absl::Time start = absl::Now();
     auto session = std::make_shared<LinkSession>(
         this, std::make_unique<ClientLinkStream>(context, stub->Link(context.get())), route.name);
     Register(session);
     absl::Status why = session->Run();
-    Unregister(session.get(), why);
+    Unregister(session.get(), why, session->hello_received());
     {
       absl::MutexLock lock(&mu_);
-      dialing_.erase(route.name);
+      dialing_.erase(route.id);
     }
     if (absl::Now() - start > absl::Seconds(10)) backoff = options_.backoff_initial;
     // Capped exponential backoff with jitter (R13): 50-150 % of the current step.
     std::uniform_real_distribution<double> jitter(0.5, 1.5);
     const absl::Duration wait = backoff * jitter(rng);
     backoff = std::min(backoff * 2, options_.backoff_max);
+    // Wakes early when stopped or when the route is removed (both change state under mu_).
+    std::pair<Cluster*, uint64_t> arg(this, route.id);
     absl::MutexLock lock(&mu_);
-    stop_cv_.WaitWithTimeout(&mu_, wait);
+    mu_.AwaitWithTimeout(absl::Condition(
+                             +[](std::pair<Cluster*, uint64_t>* a) {
+                               a->first->mu_.AssertHeld();
+                               return a->first->stopping_.load() ||
+                                      !a->first->HasRouteIdLocked(a->second);
+                             },
+                             &arg),
+                         wait);
   }
 }
 
@@ -446,6 +518,14 @@ std::vector<PeerDropStatus> Cluster::ForwardToAll(const peer::v1::ForwardRequest
   }
   std::vector<std::future<PeerDropStatus>> calls;
   for (const PeerRoute& route : routes) {
+    if (request.has_drop_table() &&
+        route.exclude.Excludes(request.drop_table().database(), request.drop_table().table())) {
+      // R11, sender's side: not sent; the peer keeps its own table of that name.
+      calls.push_back(std::async(std::launch::deferred, [name = route.name] {
+        return PeerDropStatus{name, "kept", "excluded by the route (R11)"};
+      }));
+      continue;
+    }
     calls.push_back(std::async(std::launch::async,
                                [this, route, &request] { return Forward(route, request); }));
   }
@@ -488,12 +568,16 @@ std::vector<PeerStatus> Cluster::Status() const {
       // In sync when, for every database either side knows, the peer's last digest equals
       // ours now. A database the peer never described counts as empty there.
       p.schema_in_sync = true;
+      Exclusions exclusions;
+      for (const PeerRoute& r : routes_) {
+        if (r.name == name) exclusions = r.exclude;
+      }
       absl::btree_map<std::string, uint64_t> theirs = state.digests;
       for (const std::string& db : SchemaDatabases(*snap)) {
         theirs.try_emplace(db, SchemaDigest(empty, db));
       }
       for (const auto& [db, digest] : theirs) {
-        if (digest != SchemaDigest(*snap, db)) p.schema_in_sync = false;
+        if (digest != SchemaDigest(*snap, db, exclusions)) p.schema_in_sync = false;
       }
     }
     out.push_back(std::move(p));

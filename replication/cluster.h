@@ -26,12 +26,15 @@
 #include "absl/time/time.h"
 #include "cairn/peer/v1/peer.grpc.pb.h"
 #include "catalog/local_node.h"
+#include "replication/schema_sync.h"
 
 namespace cairn::replication {
 
 struct PeerRoute {
   std::string name;
   std::string address;  // HOST:PORT of its peer port
+  Exclusions exclude;   // R11: tables neither sent to nor accepted from this peer
+  uint64_t id = 0;      // set by Cluster: tells a re-added route from the one removed
 };
 
 struct ClusterOptions {
@@ -47,7 +50,9 @@ struct ClusterOptions {
   std::string tls_cert, tls_key, tls_ca;
   absl::Duration backoff_initial = absl::Milliseconds(50);
   absl::Duration backoff_max = absl::Seconds(5);
-  absl::Duration forward_timeout = absl::Seconds(5);
+  // Longer than a peer's drop drain budget (10 s by default, C9), so that a drop that
+  // completes there is not reported failed here.
+  absl::Duration forward_timeout = absl::Seconds(15);
 };
 
 // R10: one peer's answer to a forwarded drop.
@@ -84,8 +89,8 @@ class Cluster {
   std::shared_ptr<grpc::ServerCredentials> ServerCredentials() const;
   bool tls() const { return !options_.tls_cert.empty(); }
 
-  // Loads the peers added at run time, subscribes to catalog changes and starts dialing.
-  // Call once, after the server serves.
+  // Loads the peers added at run time and starts dialing. Call once, after the server
+  // serves. (Catalog changes are followed from construction on.)
   absl::Status Start() ABSL_LOCKS_EXCLUDED(mu_);
   // add_node (R13): adds a route and, once started, dials it. `persist`: stored in the
   // catalog family, so it is dialed again after a restart. ALREADY_EXISTS for a known route,
@@ -114,12 +119,16 @@ class Cluster {
   absl::StatusOr<std::string> Authenticate(const grpc::ServerContext& context) const;
   void AddClientMetadata(grpc::ClientContext* context) const;
   void Register(const std::shared_ptr<LinkSession>& s) ABSL_LOCKS_EXCLUDED(mu_);
-  void Unregister(const LinkSession* s, const absl::Status& why) ABSL_LOCKS_EXCLUDED(mu_);
+  // `connected`: the session got as far as the peer's Hello (it counted as a link).
+  void Unregister(const LinkSession* s, const absl::Status& why, bool connected)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // A peer's Hello or snapshot arrived on a link.
   void OnHello(const std::string& peer, const peer::v1::Hello& hello) ABSL_LOCKS_EXCLUDED(mu_);
   void OnSchema(const std::string& peer, const std::string& db, uint64_t digest)
       ABSL_LOCKS_EXCLUDED(mu_);
   bool stopping() const { return stopping_.load(); }
+  // The R11 exclusions of the route to `peer` (none for a peer without a route).
+  Exclusions ExclusionsFor(const std::string& peer) const ABSL_LOCKS_EXCLUDED(mu_);
   // Counts a LinkMessage this node does not understand (R1).
   void CountUnknownMessage() { unknown_messages_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t unknown_messages() const { return unknown_messages_.load(); }
@@ -141,6 +150,15 @@ class Cluster {
   std::vector<PeerDropStatus> ForwardToAll(const peer::v1::ForwardRequest& request)
       ABSL_LOCKS_EXCLUDED(mu_);
   void OnCatalogChange() ABSL_LOCKS_EXCLUDED(mu_);
+  bool HasRouteIdLocked(uint64_t id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // The catalog listener reaches the Cluster through this, so that Stop() can detach it: the
+  // catalog keeps its listener for life and may call it from any thread.
+  struct ListenerHook {
+    absl::Mutex mu;
+    Cluster* cluster ABSL_GUARDED_BY(mu) = nullptr;
+  };
+  std::shared_ptr<ListenerHook> hook_ = std::make_shared<ListenerHook>();
 
   catalog::LocalNode* const node_;
   const ClusterOptions options_;
@@ -154,9 +172,8 @@ class Cluster {
   // By "name@address": a peer re-added at a new address gets a new channel.
   absl::flat_hash_map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
   // The context of each route's current outbound attempt, to cancel it.
-  absl::flat_hash_map<std::string, std::shared_ptr<grpc::ClientContext>> dialing_
-      ABSL_GUARDED_BY(mu_);
-  absl::CondVar stop_cv_;
+  absl::flat_hash_map<uint64_t, std::shared_ptr<grpc::ClientContext>> dialing_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_route_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::vector<PeerRoute> routes_ ABSL_GUARDED_BY(mu_);
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> dialers_ ABSL_GUARDED_BY(mu_);

@@ -21,11 +21,9 @@ void LinkSession::CatalogChanged() {
 }
 
 void LinkSession::Cancel() {
-  {
-    absl::MutexLock lock(&mu_);
-    done_ = true;
-  }
-  stream_->Cancel();
+  absl::MutexLock lock(&mu_);
+  done_ = true;
+  if (!finished_) stream_->Cancel();  // under mu_: Run cannot return meanwhile
 }
 
 absl::StatusOr<bool> LinkSession::ReadHello() {
@@ -58,6 +56,25 @@ void LinkSession::WriterLoop() {
   hello.mutable_hello()->set_protocol_version(kProtocolVersion);
   hello.mutable_hello()->add_capabilities(kSchemaCapability);
   if (!stream_->Write(hello)) return;
+  {
+    // A peer that accepts the stream and never says Hello would hold this link (and its
+    // threads) forever: give it kHelloTimeout.
+    absl::MutexLock lock(&mu_);
+    const bool answered =
+        mu_.AwaitWithTimeout(absl::Condition(
+                                 +[](LinkSession* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
+                                   return s->done_ || s->peer_hello_;
+                                 },
+                                 this),
+                             kHelloTimeout);
+    if (done_) return;
+    if (!answered) {
+      spdlog::warn("[{}] no Hello from {} within {}; closing the link",
+                   cluster_->options().node_name, peer_, absl::FormatDuration(kHelloTimeout));
+      stream_->Cancel();
+      return;
+    }
+  }
   while (true) {
     {
       absl::MutexLock lock(&mu_);
@@ -73,9 +90,10 @@ void LinkSession::WriterLoop() {
     // One round: the current snapshot of every database. Changes meanwhile set dirty_ again
     // and cause exactly one more round (coalescing, R3).
     catalog::SnapshotRef snap = cluster_->node()->catalog->Snapshot();
+    const Exclusions exclusions = cluster_->ExclusionsFor(peer_);  // R11, sender's side
     for (const std::string& db : SchemaDatabases(*snap)) {
       peer::v1::LinkMessage m;
-      *m.mutable_db_schema() = BuildDbSchema(*snap, db);
+      *m.mutable_db_schema() = BuildDbSchema(*snap, db, exclusions);
       if (!stream_->Write(m)) return;
     }
   }
@@ -92,7 +110,8 @@ absl::Status LinkSession::Run() {
       case peer::v1::LinkMessage::kDbSchema: {
         SchemaApplyStats stats;
         absl::Status s = ApplyDbSchema(cluster_->node()->catalog.get(),
-                                       cluster_->node()->records.get(), m.db_schema(), &stats);
+                                       cluster_->node()->records.get(), m.db_schema(), &stats,
+                                       cluster_->ExclusionsFor(peer_));  // R11, receiver's side
         if (!s.ok()) {
           // A snapshot this node cannot apply (a bad name, a full disk) ends the link; the
           // dialer retries with backoff and the peer resends everything.
@@ -117,6 +136,10 @@ absl::Status LinkSession::Run() {
   if (!why.ok()) stream_->Cancel();
   writer.join();
   absl::Status finished = stream_->Finish();
+  {
+    absl::MutexLock lock(&mu_);
+    finished_ = true;
+  }
   if (!why.ok()) return why;
   return finished.ok() ? absl::UnavailableError("the peer closed the link") : finished;
 }

@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "cairn/peer/v1/peer.pb.h"
 
 namespace cairn::replication {
@@ -49,8 +50,14 @@ class LinkSession {
   absl::Status Run() ABSL_LOCKS_EXCLUDED(mu_);
   // The catalog changed: send another round of snapshots.
   void CatalogChanged() ABSL_LOCKS_EXCLUDED(mu_);
-  void Cancel();
+  // Ends the session. Safe from any thread, also once Run has returned (then a no-op: an
+  // inbound stream's context is gone by then).
+  void Cancel() ABSL_LOCKS_EXCLUDED(mu_);
   const std::string& peer() const { return peer_; }
+  bool hello_received() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return peer_hello_;
+  }
 
  private:
   void WriterLoop() ABSL_LOCKS_EXCLUDED(mu_);
@@ -66,6 +73,10 @@ class LinkSession {
   bool peer_schema_ ABSL_GUARDED_BY(mu_) = false;  // ... and it speaks schema.v1
   bool dirty_ ABSL_GUARDED_BY(mu_) = true;         // a round of snapshots is due
   bool done_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Run returned: the stream may be gone
 };
+
+// How long a link waits for the peer's Hello before giving up on it.
+inline constexpr absl::Duration kHelloTimeout = absl::Seconds(10);
 
 }  // namespace cairn::replication

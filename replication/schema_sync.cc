@@ -28,7 +28,30 @@ class Fnv1a {
   uint64_t h_ = 0xcbf29ce484222325ULL;
 };
 
+// A table this node cannot take now (its drop is draining, C9) or at all (a name a newer peer
+// allows): skipped, so one table never holds back the rest of the database; the next snapshot
+// retries it. Anything else (storage) ends the link.
+bool Skippable(const absl::Status& s) {
+  switch (GetErrorCode(s)) {
+    case ErrorCode::kTableDropping:
+    case ErrorCode::kInvalidName:
+    case ErrorCode::kBadRequest:
+    case ErrorCode::kTypeMismatch:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
+
+std::vector<std::string> Exclusions::List() const {
+  std::vector<std::string> out;
+  for (const auto& [db, tables] : tables_) {
+    for (const std::string& t : tables) out.push_back(absl::StrCat(db, ".", t));
+  }
+  return out;
+}
 
 std::vector<std::string> SchemaDatabases(const catalog::CatalogSnapshot& snap) {
   absl::btree_set<std::string> names;
@@ -37,12 +60,14 @@ std::vector<std::string> SchemaDatabases(const catalog::CatalogSnapshot& snap) {
   return {names.begin(), names.end()};
 }
 
-peer::v1::DbSchema BuildDbSchema(const catalog::CatalogSnapshot& snap, absl::string_view db) {
+peer::v1::DbSchema BuildDbSchema(const catalog::CatalogSnapshot& snap, absl::string_view db,
+                                 const Exclusions& exclusions) {
   peer::v1::DbSchema out;
   out.set_database(std::string(db));
   if (const catalog::DatabaseDef* d = snap.FindDatabase(db); d != nullptr) {
     for (const auto& [name, def] : d->tables) {
-      if (!def->replicate()) continue;  // C11: node-local tables stay here
+      if (!def->replicate()) continue;              // C11: node-local tables stay here
+      if (exclusions.Excludes(db, name)) continue;  // R11
       peer::v1::PeerTable* t = out.add_tables();
       t->set_name(name);
       t->set_created_time(def->created_time());
@@ -59,20 +84,22 @@ peer::v1::DbSchema BuildDbSchema(const catalog::CatalogSnapshot& snap, absl::str
   const std::string db_name(db);
   for (auto it = snap.markers.lower_bound({db_name, ""});
        it != snap.markers.end() && it->first.first == db_name; ++it) {
+    if (exclusions.Excludes(db, it->first.second)) continue;
     peer::v1::PeerMarker* m = out.add_markers();
     m->set_table(it->first.second);
     m->set_dropped_time(it->second);
   }
-  out.set_digest(SchemaDigest(snap, db));
+  out.set_digest(SchemaDigest(snap, db, exclusions));
   return out;
 }
 
-uint64_t SchemaDigest(const catalog::CatalogSnapshot& snap, absl::string_view db) {
+uint64_t SchemaDigest(const catalog::CatalogSnapshot& snap, absl::string_view db,
+                      const Exclusions& exclusions) {
   Fnv1a h;
   h.Add(db);
   if (const catalog::DatabaseDef* d = snap.FindDatabase(db); d != nullptr) {
     for (const auto& [name, def] : d->tables) {  // btree: sorted by name
-      if (!def->replicate()) continue;
+      if (!def->replicate() || exclusions.Excludes(db, name)) continue;
       h.Add(name);
       std::vector<std::string> attributes;
       for (const catalog::AttributeDef& a : def->attributes()) attributes.push_back(a.name);
@@ -85,6 +112,7 @@ uint64_t SchemaDigest(const catalog::CatalogSnapshot& snap, absl::string_view db
   const std::string db_name(db);
   for (auto it = snap.markers.lower_bound({db_name, ""});
        it != snap.markers.end() && it->first.first == db_name; ++it) {
+    if (exclusions.Excludes(db, it->first.second)) continue;
     h.Add(it->first.second);
     h.Add(it->second);
   }
@@ -92,17 +120,35 @@ uint64_t SchemaDigest(const catalog::CatalogSnapshot& snap, absl::string_view db
 }
 
 absl::Status ApplyDbSchema(catalog::Catalog* catalog, catalog::RecordStore* records,
-                           const peer::v1::DbSchema& schema, SchemaApplyStats* stats) {
+                           const peer::v1::DbSchema& schema, SchemaApplyStats* stats,
+                           const Exclusions& exclusions) {
   const std::string& db = schema.database();
   // R4, step 1: markers (C8). Each retires an older generation here, or is recorded for
   // later; rows of older row generations in a kept table are purged.
   for (const peer::v1::PeerMarker& m : schema.markers()) {
+    if (exclusions.Excludes(db, m.table())) {
+      ++stats->excluded;
+      continue;
+    }
+    // Every snapshot repeats every marker: one this node holds already changes nothing (and
+    // its purge ran when it was first applied), so skip the purge scan.
+    if (catalog->Snapshot()->MarkerFor(db, m.table()) >= m.dropped_time()) continue;
     auto r = records->ApplyPeerDrop(db, m.table(), m.dropped_time());
-    if (!r.ok()) return Annotate(r.status(), absl::StrCat("marker of ", db, ".", m.table()));
+    if (!r.ok()) {
+      if (!Skippable(r.status())) {
+        return Annotate(r.status(), absl::StrCat("marker of ", db, ".", m.table()));
+      }
+      ++stats->skipped;  // retried with the next snapshot
+      continue;
+    }
     if (*r != catalog::PeerDropResult::kAbsent) ++stats->markers_applied;
   }
   // Step 2: definitions (C4 additive, C5 stamped, C6 dead generations refused).
   for (const peer::v1::PeerTable& t : schema.tables()) {
+    if (exclusions.Excludes(db, t.name())) {
+      ++stats->excluded;
+      continue;
+    }
     catalog::PeerTableDef def;
     def.database = db;
     def.table = t.name();
@@ -119,7 +165,11 @@ absl::Status ApplyDbSchema(catalog::Catalog* catalog, catalog::RecordStore* reco
       ++stats->tables_refused;
       continue;
     }
-    if (!s.ok()) return Annotate(s, absl::StrCat("definition of ", db, ".", t.name()));
+    if (!s.ok()) {
+      if (!Skippable(s)) return Annotate(s, absl::StrCat("definition of ", db, ".", t.name()));
+      ++stats->skipped;
+      continue;
+    }
     ++stats->tables_applied;
   }
   return absl::OkStatus();

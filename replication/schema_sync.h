@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/btree_map.h"
+#include "absl/container/btree_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "cairn/peer/v1/peer.pb.h"
@@ -15,12 +17,31 @@
 
 namespace cairn::replication {
 
+// R11: tables of each database a route neither sends nor accepts. Empty: nothing excluded.
+class Exclusions {
+ public:
+  void Add(const std::string& db, const std::string& table) { tables_[db].insert(table); }
+  bool Excludes(absl::string_view db, absl::string_view table) const {
+    auto it = tables_.find(std::string(db));
+    return it != tables_.end() && it->second.count(std::string(table)) != 0;
+  }
+  bool AnyIn(absl::string_view db) const { return tables_.count(std::string(db)) != 0; }
+  bool empty() const { return tables_.empty(); }
+  // "db.table", sorted.
+  std::vector<std::string> List() const;
+
+ private:
+  absl::btree_map<std::string, absl::btree_set<std::string>> tables_;
+};
+
 // Every database a snapshot knows of: live ones and those that only have drop markers left.
 std::vector<std::string> SchemaDatabases(const catalog::CatalogSnapshot& snap);
 
 // R3: the live replicating tables of `db` (node-local ones, C11, are left out) and every timed
 // drop marker of `db`, with the digest of that view.
-peer::v1::DbSchema BuildDbSchema(const catalog::CatalogSnapshot& snap, absl::string_view db);
+// Tables and markers `exclusions` names are left out too (R11, the sender's side).
+peer::v1::DbSchema BuildDbSchema(const catalog::CatalogSnapshot& snap, absl::string_view db,
+                                 const Exclusions& exclusions = {});
 
 // A stable 64-bit digest (FNV-1a; the same on every node and build) of the live replicating
 // tables of `db` — names and attribute names — and its markers. Two nodes with equal digests
@@ -28,19 +49,26 @@ peer::v1::DbSchema BuildDbSchema(const catalog::CatalogSnapshot& snap, absl::str
 // Generation stamps are left out: two nodes that created a name concurrently keep their own
 // generations (C4) and are still in sync. A node-local table (C11) that shadows a peer's name
 // keeps the digests apart: the nodes really do differ there.
-uint64_t SchemaDigest(const catalog::CatalogSnapshot& snap, absl::string_view db);
+// `exclusions` leave their tables out, as BuildDbSchema does.
+uint64_t SchemaDigest(const catalog::CatalogSnapshot& snap, absl::string_view db,
+                      const Exclusions& exclusions = {});
 
 struct SchemaApplyStats {
   uint64_t markers_applied = 0;  // retired a generation or recorded a newer marker
   uint64_t tables_applied = 0;   // definitions accepted (new generation or attributes added)
   uint64_t tables_refused = 0;   // dead generations (C6): expected, not an error
+  uint64_t excluded = 0;         // tables and markers the route excludes (R11), dropped
+  uint64_t skipped = 0;          // could not be applied now (a drop draining, a bad name)
 };
 
 // R4: markers first (C8, purging rows they retire), then definitions (C4, C5, C6). Applying
-// the same snapshot twice changes nothing. An error means the snapshot was malformed or the
-// node could not write; what was applied before it stays applied (each step is its own
-// catalog batch, and each is idempotent).
+// the same snapshot twice changes nothing. A table or marker this node cannot apply now (a
+// drop draining, a name it refuses) is skipped and counted; an error means the node could
+// not write, and what was applied before it stays applied (each step is its own catalog
+// batch, and each is idempotent).
+// What `exclusions` names is dropped on arrival (R11, the receiver's side).
 absl::Status ApplyDbSchema(catalog::Catalog* catalog, catalog::RecordStore* records,
-                           const peer::v1::DbSchema& schema, SchemaApplyStats* stats);
+                           const peer::v1::DbSchema& schema, SchemaApplyStats* stats,
+                           const Exclusions& exclusions = {});
 
 }  // namespace cairn::replication

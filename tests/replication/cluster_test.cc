@@ -76,8 +76,8 @@ class TestNode {
   }
 
   // A route to `other` (kept across restarts).
-  void Route(const TestNode& other) {
-    PeerRoute r{other.name_, other.address()};
+  void Route(const TestNode& other, Exclusions exclude = {}) {
+    PeerRoute r{other.name_, other.address(), std::move(exclude)};
     routes_.push_back(r);
     if (cluster_ != nullptr) {
       ASSERT_OK(cluster_->AddPeer(r));
@@ -90,6 +90,7 @@ class TestNode {
   catalog::RecordStore& records() { return *node_->records; }
   Cluster& cluster() { return *cluster_; }
   FaultRegistry& faults() { return faults_; }
+  Hlc node_hlc_now() { return node_->hlc->Now(); }
   catalog::TableRef Table(const std::string& db, const std::string& t) {
     auto def = node_->catalog->Snapshot()->FindTable(db, t);
     return def.ok() ? *def : nullptr;
@@ -283,11 +284,16 @@ TEST_F(ClusterTest, R1_UnknownMessagesAreCountedAndIgnored) {
   peer::v1::LinkMessage unknown;  // what a newer peer's new message kind looks like here
   ASSERT_TRUE(stream->Write(unknown));
   // b answers with its Hello, then its snapshot of "shop": the link is still up.
-  peer::v1::LinkMessage m;
-  bool got_schema = false;
-  while (!got_schema && stream->Read(&m)) got_schema = m.has_db_schema();
-  EXPECT_TRUE(got_schema);
   ASSERT_EVENTUALLY([&] { ASSERT_EQ(b->cluster().unknown_messages(), 1u); });
+  // The link is still up after it: a change made now still reaches this end.
+  ASSERT_OK(b->catalog().CreateTable(Spec("shop", "after", {"y"})));
+  peer::v1::LinkMessage m;
+  bool got_after = false;
+  while (!got_after && stream->Read(&m)) {
+    if (!m.has_db_schema()) continue;
+    for (const auto& t : m.db_schema().tables()) got_after |= t.name() == "after";
+  }
+  EXPECT_TRUE(got_after);
   context.TryCancel();
 }
 
@@ -379,12 +385,18 @@ TEST_F(ClusterTest, C11_NodeLocalTableSurvivesAPeersDropAndIsNeverSent) {
   std::vector<PeerDropStatus> answers =
       a->cluster().ForwardDropTable("shop", "local", dropped->dropped_time);
   ASSERT_EQ(answers.size(), 1u);
-  EXPECT_NE(answers[0].status, "dropped");
+  EXPECT_EQ(answers[0].status, "kept") << "C11: b's node-local table owns the name there";
   ASSERT_EVENTUALLY([&] {
     ASSERT_EQ(b->StatusOf("a").digests["shop"], SchemaDigest(*a->catalog().Snapshot(), "shop"));
   });
   ASSERT_NE(b->Table("shop", "local"), nullptr);
   EXPECT_THAT(b->Attributes("shop", "local"), ElementsAre("id", "mine"));
+  // A node-local table of its own name is never sent: a snapshot built after it was created
+  // (it carries "probe") does not carry it.
+  ASSERT_OK(b->catalog().CreateTable(Spec("shop", "b_only", {"z"}, /*replicate=*/false)));
+  ASSERT_OK(b->catalog().CreateTable(Spec("shop", "probe", {"z"})));
+  ASSERT_EVENTUALLY([&] { ASSERT_NE(a->Table("shop", "probe"), nullptr); });
+  EXPECT_EQ(a->Table("shop", "b_only"), nullptr);
   // B's own drop of its node-local table is untimed: nothing to forward, no marker.
   auto local_drop = b->catalog().DropTable("shop", "local");
   ASSERT_OK(local_drop);
@@ -441,13 +453,63 @@ TEST_F(ClusterTest, R2_APeerWithAWrongSecretExchangesNothing) {
 
 TEST_F(ClusterTest, R2_ANodeRefusesALinkToItselfAndANameThatDoesNotMatchTheRoute) {
   auto a = NewNode("a"), b = NewNode("b");
-  EXPECT_FALSE(a->cluster().AddPeer({"a", a->address()}).ok());
+  EXPECT_FALSE(a->cluster().AddPeer({"a", a->address(), {}}).ok());
   // A route that calls b "x": b's Hello says "b", so the link is refused.
   a->Route(*b);
-  ASSERT_OK(a->cluster().AddPeer({"x", b->address()}));
+  ASSERT_OK(a->cluster().AddPeer({"x", b->address(), {}}));
   ASSERT_EVENTUALLY(
       [&] { ASSERT_THAT(a->StatusOf("x").last_error, ::testing::HasSubstr("PERMISSION_DENIED")); });
   EXPECT_FALSE(a->StatusOf("x").connected);
+}
+
+// R11: a route's excluded tables are neither sent (sender's side) nor accepted (receiver's
+// side), and a drop of one is not forwarded.
+TEST_F(ClusterTest, R11_ExcludedTablesAreNeitherSentNorAccepted) {
+  auto a = NewNode("a"), b = NewNode("b");
+  Exclusions secret;
+  secret.Add("shop", "secret");
+  a->Route(*b, secret);  // a does not send shop.secret to b ...
+  b->Route(*a);          // ... and b, without an exclusion, would take it
+  auto c = NewNode("c");
+  c->Route(*a);  // c sends everything to a ...
+  Exclusions from_c;
+  from_c.Add("shop", "only_c");
+  a->cluster().RemovePeer("c").IgnoreError();
+  ASSERT_OK(a->cluster().AddPeer({"c", c->address(), from_c}));  // ... but a refuses only_c
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "secret", {"x"})));
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "open", {"x"})));
+  ASSERT_OK(c->catalog().CreateTable(Spec("shop", "only_c", {"z"})));
+  ASSERT_OK(c->catalog().CreateTable(Spec("shop", "shared_c", {"z"})));
+  ASSERT_EVENTUALLY([&] {
+    ASSERT_NE(b->Table("shop", "open"), nullptr);
+    ASSERT_NE(a->Table("shop", "shared_c"), nullptr);
+  });
+  ExpectConnectedAndInSync(a.get(), b.get());
+  EXPECT_EQ(b->Table("shop", "secret"), nullptr) << "sent despite the sender's exclusion";
+  EXPECT_EQ(a->Table("shop", "only_c"), nullptr) << "accepted despite the receiver's exclusion";
+  auto dropped = a->catalog().DropTable("shop", "secret");
+  ASSERT_OK(dropped);
+  std::vector<PeerDropStatus> answers =
+      a->cluster().ForwardDropTable("shop", "secret", dropped->dropped_time);
+  for (const PeerDropStatus& p : answers) {
+    if (p.node == "b") {
+      EXPECT_EQ(p.status, "kept") << p.reason;
+    }
+  }
+}
+
+TEST_F(ClusterTest, C14_AForwardedDropDatabaseRetiresOlderTablesAndKeepsNewerOnes) {
+  auto a = NewNode("a"), b = NewNode("b");
+  Link(a.get(), b.get());
+  ASSERT_OK(a->catalog().CreateTable(Spec("inv", "old", {"x"})));
+  ASSERT_EVENTUALLY([&] { ASSERT_NE(b->Table("inv", "old"), nullptr); });
+  const Hlc drop_time = a->node_hlc_now();
+  ASSERT_OK(b->catalog().CreateTable(Spec("inv", "newer", {"y"})));  // after the drop's stamp
+  std::vector<PeerDropStatus> answers = a->cluster().ForwardDropDatabase("inv", drop_time);
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].status, "kept") << answers[0].reason;
+  EXPECT_EQ(b->Table("inv", "old"), nullptr);
+  EXPECT_NE(b->Table("inv", "newer"), nullptr);
 }
 
 // ---- Mutual TLS (R2): certificates made for the test with the openssl tool.
