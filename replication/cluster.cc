@@ -58,6 +58,7 @@ class ClientLinkStream : public LinkStream {
   bool Read(peer::v1::LinkMessage* m) override { return stream_->Read(m); }
   bool Write(const peer::v1::LinkMessage& m) override { return stream_->Write(m); }
   void Cancel() override { context_->TryCancel(); }
+  void Abort() override { context_->TryCancel(); }
   absl::Status Finish() override { return FromGrpc(stream_->Finish()); }
 
  private:
@@ -73,6 +74,7 @@ class ServerLinkStream : public LinkStream {
   bool Read(peer::v1::LinkMessage* m) override { return stream_->Read(m); }
   bool Write(const peer::v1::LinkMessage& m) override { return stream_->Write(m); }
   void Cancel() override { context_->TryCancel(); }
+  void Abort() override {}
   absl::Status Finish() override { return absl::OkStatus(); }  // the handler returns it
 
  private:

@@ -100,7 +100,11 @@ void LinkSession::WriterLoop() {
 }
 
 absl::Status LinkSession::Run() {
-  std::thread writer([this] { WriterLoop(); });
+  std::thread writer([this] {
+    WriterLoop();
+    absl::MutexLock lock(&mu_);
+    writer_done_ = true;
+  });
   absl::StatusOr<bool> hello = ReadHello();
   absl::Status why = hello.status();
   while (hello.ok() && *hello && why.ok()) {
@@ -130,11 +134,20 @@ absl::Status LinkSession::Run() {
     }
   }
   {
+    // The writer stops at its next wait. Cancelling the stream would replace the reason the
+    // peer hears (PERMISSION_DENIED, say) with CANCELLED, so only a writer stuck in a Write
+    // (a peer that stopped reading) is cancelled out of it.
     absl::MutexLock lock(&mu_);
     done_ = true;
+    const bool stopped = mu_.AwaitWithTimeout(
+        absl::Condition(
+            +[](LinkSession* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) { return s->writer_done_; },
+            this),
+        absl::Seconds(1));
+    if (!stopped) stream_->Cancel();
   }
-  if (!why.ok()) stream_->Cancel();
   writer.join();
+  if (!why.ok()) stream_->Abort();
   absl::Status finished = stream_->Finish();
   {
     absl::MutexLock lock(&mu_);

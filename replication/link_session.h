@@ -37,6 +37,9 @@ class LinkStream {
   virtual bool Read(peer::v1::LinkMessage* m) = 0;
   virtual bool Write(const peer::v1::LinkMessage& m) = 0;
   virtual void Cancel() = 0;
+  // Ends a stream this end refused (after the writer stopped): the client cancels its call;
+  // the server returns the refusal from its handler instead, so it does nothing here.
+  virtual void Abort() = 0;
   // Why the stream ended (after Read returned false and writing stopped).
   virtual absl::Status Finish() = 0;
 };
@@ -74,6 +77,7 @@ class LinkSession {
   bool dirty_ ABSL_GUARDED_BY(mu_) = true;         // a round of snapshots is due
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Run returned: the stream may be gone
+  bool writer_done_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // How long a link waits for the peer's Hello before giving up on it.

@@ -462,6 +462,34 @@ TEST_F(ClusterTest, R2_ANodeRefusesALinkToItselfAndANameThatDoesNotMatchTheRoute
   EXPECT_FALSE(a->StatusOf("x").connected);
 }
 
+// R2: on an inbound link, the Hello must repeat the name the call was authenticated as.
+TEST_F(ClusterTest, R2_AnInboundHelloUnderAnotherNameClosesTheLink) {
+  auto b = NewNode("b");
+  auto stub = peer::v1::Peer::NewStub(
+      grpc::CreateChannel(b->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.AddMetadata("cairn-node", "a");
+  context.AddMetadata("cairn-secret", "s3cret");
+  auto stream = stub->Link(&context);
+  peer::v1::LinkMessage hello;
+  hello.mutable_hello()->set_node_name("z");
+  hello.mutable_hello()->set_protocol_version(1);
+  hello.mutable_hello()->add_capabilities("schema.v1");
+  stream->Write(hello);
+  peer::v1::DbSchema forged;
+  forged.set_database("shop");
+  forged.add_tables()->set_name("forged");
+  peer::v1::LinkMessage m;
+  *m.mutable_db_schema() = forged;
+  stream->Write(m);
+  while (stream->Read(&m)) {
+  }
+  grpc::Status s = stream->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  EXPECT_EQ(b->Table("shop", "forged"), nullptr);
+  EXPECT_FALSE(b->StatusOf("a").connected);
+}
+
 // R11: a route's excluded tables are neither sent (sender's side) nor accepted (receiver's
 // side), and a drop of one is not forwarded.
 TEST_F(ClusterTest, R11_ExcludedTablesAreNeitherSentNorAccepted) {
