@@ -121,6 +121,27 @@ class TestNode {
   std::unique_ptr<grpc::Server> server_;
 };
 
+// A Link call made by hand, as a peer named `claimed` (with the test secret), that has sent a
+// Hello naming `hello_name`.
+struct RawLink {
+  RawLink(const TestNode& to, const std::string& claimed, const std::string& hello_name)
+      : stub(peer::v1::Peer::NewStub(
+            grpc::CreateChannel(to.address(), grpc::InsecureChannelCredentials()))) {
+    context.AddMetadata("cairn-node", claimed);
+    context.AddMetadata("cairn-secret", "s3cret");
+    stream = stub->Link(&context);
+    peer::v1::LinkMessage hello;
+    hello.mutable_hello()->set_node_name(hello_name);
+    hello.mutable_hello()->set_protocol_version(1);
+    hello.mutable_hello()->add_capabilities("schema.v1");
+    hello_sent = stream->Write(hello);
+  }
+  std::unique_ptr<peer::v1::Peer::Stub> stub;
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReaderWriter<peer::v1::LinkMessage, peer::v1::LinkMessage>> stream;
+  bool hello_sent = false;
+};
+
 TableSpec Spec(const std::string& db, const std::string& t, std::vector<std::string> attributes,
                bool replicate = true) {
   TableSpec s;
@@ -270,31 +291,22 @@ TEST_F(ClusterTest, C1_C4_ConcurrentCreatesOfTheSameTablesEndWithEveryAttribute)
 TEST_F(ClusterTest, R1_UnknownMessagesAreCountedAndIgnored) {
   auto b = NewNode("b");
   ASSERT_OK(b->catalog().CreateTable(Spec("shop", "t", {"x"})));
-  auto stub = peer::v1::Peer::NewStub(
-      grpc::CreateChannel(b->address(), grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  context.AddMetadata("cairn-node", "a");
-  context.AddMetadata("cairn-secret", "s3cret");
-  auto stream = stub->Link(&context);
-  peer::v1::LinkMessage hello;
-  hello.mutable_hello()->set_node_name("a");
-  hello.mutable_hello()->set_protocol_version(1);
-  hello.mutable_hello()->add_capabilities("schema.v1");
-  ASSERT_TRUE(stream->Write(hello));
+  RawLink link(*b, "a", "a");
+  ASSERT_TRUE(link.hello_sent);
   peer::v1::LinkMessage unknown;  // what a newer peer's new message kind looks like here
-  ASSERT_TRUE(stream->Write(unknown));
+  ASSERT_TRUE(link.stream->Write(unknown));
   // b answers with its Hello, then its snapshot of "shop": the link is still up.
   ASSERT_EVENTUALLY([&] { ASSERT_EQ(b->cluster().unknown_messages(), 1u); });
   // The link is still up after it: a change made now still reaches this end.
   ASSERT_OK(b->catalog().CreateTable(Spec("shop", "after", {"y"})));
   peer::v1::LinkMessage m;
   bool got_after = false;
-  while (!got_after && stream->Read(&m)) {
+  while (!got_after && link.stream->Read(&m)) {
     if (!m.has_db_schema()) continue;
     for (const auto& t : m.db_schema().tables()) got_after |= t.name() == "after";
   }
   EXPECT_TRUE(got_after);
-  context.TryCancel();
+  link.context.TryCancel();
 }
 
 // Test 3: a drop with the peer offline reaches it through the marker when it reconnects, and
@@ -465,26 +477,16 @@ TEST_F(ClusterTest, R2_ANodeRefusesALinkToItselfAndANameThatDoesNotMatchTheRoute
 // R2: on an inbound link, the Hello must repeat the name the call was authenticated as.
 TEST_F(ClusterTest, R2_AnInboundHelloUnderAnotherNameClosesTheLink) {
   auto b = NewNode("b");
-  auto stub = peer::v1::Peer::NewStub(
-      grpc::CreateChannel(b->address(), grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  context.AddMetadata("cairn-node", "a");
-  context.AddMetadata("cairn-secret", "s3cret");
-  auto stream = stub->Link(&context);
-  peer::v1::LinkMessage hello;
-  hello.mutable_hello()->set_node_name("z");
-  hello.mutable_hello()->set_protocol_version(1);
-  hello.mutable_hello()->add_capabilities("schema.v1");
-  stream->Write(hello);
+  RawLink link(*b, "a", "z");
   peer::v1::DbSchema forged;
   forged.set_database("shop");
   forged.add_tables()->set_name("forged");
   peer::v1::LinkMessage m;
   *m.mutable_db_schema() = forged;
-  stream->Write(m);
-  while (stream->Read(&m)) {
+  link.stream->Write(m);
+  while (link.stream->Read(&m)) {
   }
-  grpc::Status s = stream->Finish();
+  grpc::Status s = link.stream->Finish();
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
   EXPECT_EQ(b->Table("shop", "forged"), nullptr);
   EXPECT_FALSE(b->StatusOf("a").connected);
