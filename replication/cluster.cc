@@ -454,7 +454,7 @@ void Cluster::Dial(PeerRoute route) {
   std::mt19937_64 rng(std::hash<std::string>()(options_.node_name + route.name));
   absl::Duration backoff = options_.backoff_initial;
   while (!stopping_.load()) {
-    auto stub = peer::v1::Peer::NewStub(ChannelTo(route));
+    auto peer_client = peer::v1::Peer::NewStub(ChannelTo(route));
     auto context = std::make_shared<grpc::ClientContext>();
     AddClientMetadata(context.get());
     {
@@ -464,7 +464,8 @@ void Cluster::Dial(PeerRoute route) {
     }
     const absl::Time start = absl::Now();
     auto session = std::make_shared<LinkSession>(
-        this, std::make_unique<ClientLinkStream>(context, stub->Link(context.get())), route.name);
+        this, std::make_unique<ClientLinkStream>(context, peer_client->Link(context.get())),
+        route.name);
     Register(session);
     absl::Status why = session->Run();
     Unregister(session.get(), why, session->hello_received());
@@ -494,14 +495,14 @@ void Cluster::Dial(PeerRoute route) {
 PeerDropStatus Cluster::Forward(const PeerRoute& route, const peer::v1::ForwardRequest& request) {
   PeerDropStatus out;
   out.node = route.name;
-  auto stub = peer::v1::Peer::NewStub(ChannelTo(route));
+  auto peer_client = peer::v1::Peer::NewStub(ChannelTo(route));
   grpc::ClientContext context;
   AddClientMetadata(&context);
   context.AddMetadata(kReplicatedFromHeader, options_.node_name);
   context.set_deadline(std::chrono::system_clock::now() +
                        absl::ToChronoMilliseconds(options_.forward_timeout));
   peer::v1::ForwardResponse response;
-  grpc::Status s = stub->Forward(&context, request, &response);
+  grpc::Status s = peer_client->Forward(&context, request, &response);
   if (!s.ok()) {
     out.status = "failed";
     out.reason = s.error_message().empty() ? "unreachable" : s.error_message();

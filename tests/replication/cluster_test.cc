@@ -125,20 +125,21 @@ class TestNode {
 // Hello naming `hello_name`.
 struct RawLink {
   RawLink(const TestNode& to, const std::string& claimed, const std::string& hello_name)
-      : stub(peer::v1::Peer::NewStub(
+      : peer_client(peer::v1::Peer::NewStub(
             grpc::CreateChannel(to.address(), grpc::InsecureChannelCredentials()))) {
     context.AddMetadata("cairn-node", claimed);
     context.AddMetadata("cairn-secret", "s3cret");
-    stream = stub->Link(&context);
+    stream = peer_client->Link(&context);
     peer::v1::LinkMessage hello;
     hello.mutable_hello()->set_node_name(hello_name);
     hello.mutable_hello()->set_protocol_version(1);
     hello.mutable_hello()->add_capabilities("schema.v1");
     hello_sent = stream->Write(hello);
   }
-  std::unique_ptr<peer::v1::Peer::Stub> stub;
+  std::unique_ptr<peer::v1::Peer::StubInterface> peer_client;
   grpc::ClientContext context;
-  std::unique_ptr<grpc::ClientReaderWriter<peer::v1::LinkMessage, peer::v1::LinkMessage>> stream;
+  std::unique_ptr<grpc::ClientReaderWriterInterface<peer::v1::LinkMessage, peer::v1::LinkMessage>>
+      stream;
   bool hello_sent = false;
 };
 
@@ -419,7 +420,7 @@ TEST_F(ClusterTest, C11_NodeLocalTableSurvivesAPeersDropAndIsNeverSent) {
 TEST_F(ClusterTest, R9_ForwardNamingAnotherNodeThanTheCallerIsRefused) {
   auto a = NewNode("a"), b = NewNode("b");
   ASSERT_OK(b->catalog().CreateTable(Spec("shop", "t", {"x"})));
-  auto stub = peer::v1::Peer::NewStub(
+  auto peer_client = peer::v1::Peer::NewStub(
       grpc::CreateChannel(b->address(), grpc::InsecureChannelCredentials()));
   peer::v1::ForwardRequest request;
   request.mutable_drop_table()->set_database("shop");
@@ -432,7 +433,7 @@ TEST_F(ClusterTest, R9_ForwardNamingAnotherNodeThanTheCallerIsRefused) {
     context.AddMetadata("cairn-secret", "s3cret");
     if (*provenance) context.AddMetadata("cairn-replicated-from", provenance);
     peer::v1::ForwardResponse response;
-    grpc::Status s = stub->Forward(&context, request, &response);
+    grpc::Status s = peer_client->Forward(&context, request, &response);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
   }
   EXPECT_NE(b->Table("shop", "t"), nullptr);
