@@ -264,9 +264,13 @@ absl::Status Cluster::AddPeer(const PeerRoute& route, bool persist) {
     return Error(ErrorCode::kBadRequest, "a node does not link to itself (R2)");
   }
   CAIRN_RETURN_IF_ERROR(catalog::ValidateDatabaseName(route.name));
-  absl::MutexLock lock(&mu_);
-  if (HasRouteLocked(route.name)) {
-    return Error(ErrorCode::kBadRequest, absl::StrCat("peer '", route.name, "' is already known"));
+  absl::MutexLock membership(&membership_mu_);  // held across the (maybe synced) write
+  {
+    absl::MutexLock lock(&mu_);
+    if (HasRouteLocked(route.name)) {
+      return Error(ErrorCode::kBadRequest,
+                   absl::StrCat("peer '", route.name, "' is already known"));
+    }
   }
   if (persist) {
     catalog::v1::PeerRow row;
@@ -279,6 +283,7 @@ absl::Status Cluster::AddPeer(const PeerRoute& route, bool persist) {
               row.SerializeAsString());
     CAIRN_RETURN_IF_ERROR(node_->engine->Write(&batch));
   }
+  absl::MutexLock lock(&mu_);
   PeerRoute added = route;
   added.id = next_route_id_++;
   routes_.push_back(added);
@@ -288,15 +293,18 @@ absl::Status Cluster::AddPeer(const PeerRoute& route, bool persist) {
 }
 
 absl::Status Cluster::RemovePeer(const std::string& name) {
-  std::vector<std::shared_ptr<LinkSession>> outbound;
+  absl::MutexLock membership(&membership_mu_);  // held across the (maybe synced) write
   {
     absl::MutexLock lock(&mu_);
     if (!HasRouteLocked(name)) {
       return Error(ErrorCode::kNodeNotFound, absl::StrCat("no peer named '", name, "'"));
     }
-    rocksdb::WriteBatch batch;
-    batch.Delete(node_->engine->cf(storage::Cf::kCatalog), storage::PeerKey(name));
-    CAIRN_RETURN_IF_ERROR(node_->engine->Write(&batch));
+  }
+  rocksdb::WriteBatch batch;
+  batch.Delete(node_->engine->cf(storage::Cf::kCatalog), storage::PeerKey(name));
+  CAIRN_RETURN_IF_ERROR(node_->engine->Write(&batch));
+  {
+    absl::MutexLock lock(&mu_);
     for (const PeerRoute& r : routes_) {
       if (r.name != name) continue;
       auto d = dialing_.find(r.id);

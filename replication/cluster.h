@@ -7,8 +7,10 @@
 // so a route configured on one side only is enough for both to converge. Two routes (each
 // side dialing the other) make two links; applying a snapshot twice changes nothing (R4).
 //
-// Lock order: Cluster::mu_ before LinkSession::mu_. Neither is held across network I/O or
-// catalog calls: sessions are copied out from under mu_ before they are notified.
+// Lock order: membership_mu_ before ListenerHook::mu before Cluster::mu_ before
+// LinkSession::mu_. Only membership_mu_ is held across a storage write (a peer row, by
+// add_node / remove_node, which it serializes); none is held across network I/O or catalog
+// calls: sessions are copied out from under mu_ before they are notified.
 #pragma once
 
 #include <atomic>
@@ -166,6 +168,7 @@ class Cluster {
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> unknown_messages_{0};
 
+  absl::Mutex membership_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // add_node / remove_node, one at a time
   mutable absl::Mutex mu_;
   std::vector<std::shared_ptr<LinkSession>> sessions_ ABSL_GUARDED_BY(mu_);
   absl::btree_map<std::string, PeerState> peers_ ABSL_GUARDED_BY(mu_);
