@@ -8,6 +8,7 @@
 #include "catalog/schema.h"
 #include "common/clock.h"
 #include "common/status.h"
+#include "node/config.h"
 #include "spdlog/spdlog.h"
 
 namespace cairn::node {

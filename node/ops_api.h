@@ -16,7 +16,6 @@
 #include "catalog/local_node.h"
 #include "common/fault.h"
 #include "nlohmann/json.hpp"
-#include "node/config.h"
 #include "replication/cluster.h"
 
 namespace cairn::node {
