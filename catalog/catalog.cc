@@ -1,6 +1,7 @@
 #include "catalog/catalog.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/random/random.h"
@@ -12,6 +13,7 @@
 #include "common/status.h"
 #include "spdlog/spdlog.h"
 #include "storage/keys.h"
+#include "storage/rocksdb_status.h"
 
 namespace cairn::catalog {
 namespace {
@@ -27,6 +29,36 @@ std::pair<std::string, std::string> MarkerId(absl::string_view db, absl::string_
 }
 
 rocksdb::Slice ToSlice(absl::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
+
+// R14: the peers this node applied rows of `db` from (those with a cursor in it).
+absl::StatusOr<std::vector<std::string>> PeersWithCursorIn(storage::Engine* engine,
+                                                           absl::string_view db) {
+  std::vector<std::string> peers;
+  const std::string prefix(storage::kCursorPrefix);
+  auto it = engine->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(prefix));
+  for (it->Seek(ToSlice(prefix)); it->Valid(); it->Next()) {
+    absl::string_view key(it->key().data(), it->key().size());
+    key.remove_prefix(prefix.size());
+    const size_t nul = key.find('\0');
+    if (nul != absl::string_view::npos && key.substr(nul + 1) == db) {
+      peers.emplace_back(key.substr(0, nul));
+    }
+  }
+  CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
+  return peers;
+}
+
+// Whether `generation` holds peer rows with a row generation in [lo, hi) (storage::RowGenKey).
+absl::StatusOr<bool> HoldsRowGenerations(storage::Engine* engine, uint64_t generation, Hlc lo,
+                                         std::optional<Hlc> hi) {
+  const std::string end =
+      hi.has_value() ? storage::RowGenKey(generation, *hi) : storage::RowGenPrefix(generation + 1);
+  auto it = engine->NewIterator(Cf::kMeta, nullptr, end);
+  it->Seek(ToSlice(storage::RowGenKey(generation, lo)));
+  if (it->Valid()) return true;
+  CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
+  return false;
+}
 
 void PutProto(storage::Engine* engine, rocksdb::WriteBatch* batch, Cf cf, absl::string_view key,
               const google::protobuf::MessageLite& msg) {
@@ -689,6 +721,36 @@ absl::Status Catalog::FinishDropLocked(const v1::TableRow& row, const v1::Tombst
   const std::string strips_end = storage::StripKey(generation + 1, "");
   batch.DeleteRange(engine_->cf(Cf::kMeta), ToSlice(strips), ToSlice(strips_end))
       .PermitUncheckedError();
+  batch.Delete(engine_->cf(Cf::kMeta), ToSlice(storage::PurgeKey(generation)))
+      .PermitUncheckedError();
+  batch
+      .DeleteRange(engine_->cf(Cf::kMeta), ToSlice(storage::RowGenPrefix(generation)),
+                   ToSlice(storage::RowGenPrefix(generation + 1)))
+      .PermitUncheckedError();
+  if (tombstone.timed()) {
+    // R14: rows of a generation newer than the drop, relayed into this one, must not die
+    // with it. Every peer this node has applied rows from is asked again for the table
+    // (replication reads the refetch row); recorded in the drop's own batch.
+    CAIRN_ASSIGN_OR_RETURN(
+        bool newer_rows,
+        HoldsRowGenerations(engine_, generation, tombstone.dropped_time(), std::nullopt));
+    if (newer_rows) {
+      CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> peers,
+                             PeersWithCursorIn(engine_, row.database()));
+      std::string when;
+      storage::PutBigEndian64(tombstone.dropped_time(), &when);
+      for (const std::string& peer : peers) {
+        batch
+            .Put(engine_->cf(Cf::kMeta),
+                 ToSlice(storage::RefetchKey(row.database(), row.name(), peer)), when)
+            .PermitUncheckedError();
+      }
+      spdlog::warn(
+          "[{}] {}.{}: the retired generation held rows of a newer generation; "
+          "asking {} peer(s) for them again (R14)",
+          options_.node_name, row.database(), row.name(), peers.size());
+    }
+  }
   if (tombstone.timed()) {
     // The marker only moves forward.
     const std::string key = storage::MarkerKey(row.database(), row.name());
@@ -815,6 +877,20 @@ absl::StatusOr<PeerDropResult> Catalog::ApplyPeerDrop(absl::string_view db, absl
         v1::DropMarker marker;
         marker.set_dropped_time(dropped_time);
         PutProto(engine_, &batch, Cf::kCatalog, storage::MarkerKey(db, table), marker);
+        // Rows of older generations relayed into this one die with the marker (C8). The
+        // purge is recorded in the marker's batch, so a crash before it runs cannot skip it
+        // (the marker, once held, is never applied again); RecordStore runs it.
+        CAIRN_ASSIGN_OR_RETURN(
+            bool older_rows,
+            HoldsRowGenerations(engine_, (*live)->generation_id(), 0, dropped_time));
+        if (older_rows) {
+          std::string value;
+          storage::PutBigEndian64(dropped_time, &value);
+          batch
+              .Put(engine_->cf(Cf::kMeta), ToSlice(storage::PurgeKey((*live)->generation_id())),
+                   value)
+              .PermitUncheckedError();
+        }
         const std::pair<std::string, std::string> id = MarkerId(db, table);
         CAIRN_RETURN_IF_ERROR(ReplaceDefinitionLocked(
                                   *live, (*live)->row(), (*live)->attributes(), &batch,

@@ -29,6 +29,7 @@ absl::StatusOr<std::unique_ptr<LocalNode>> LocalNode::Open(const std::string& pa
   node->records =
       std::make_unique<RecordStore>(node->engine.get(), node->log.get(), node->catalog.get(), ro);
   CAIRN_RETURN_IF_ERROR(node->records->ResumePendingStrips());
+  CAIRN_RETURN_IF_ERROR(node->records->ResumePendingPurges());
   return node;
 }
 

@@ -7,6 +7,7 @@
 
 #include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -31,6 +32,7 @@ constexpr int kMaxSchemaRetries = 64;
 constexpr size_t kChunk = 256;  // keys per batch of a maintenance scan
 
 rocksdb::Slice ToSlice(absl::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
+absl::string_view ToView(const rocksdb::Slice& s) { return absl::string_view(s.data(), s.size()); }
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
@@ -138,6 +140,7 @@ storage::ChangeLog::Reservation EmitSlots(storage::Engine* engine, storage::Chan
                                           rocksdb::WriteBatch* batch) {
   std::vector<ChangeEntry> entries;
   absl::btree_map<uint64_t, int64_t> count_deltas;
+  const uint64_t logged_ms = static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
   for (const Slot& s : slots) {
     if (!s.changed) continue;
     const TableDef& def = *s.def;
@@ -167,6 +170,7 @@ storage::ChangeLog::Reservation EmitSlots(storage::Engine* engine, storage::Chan
     e.set_version(s.next.version());
     e.set_origin(s.next.origin());
     e.set_row_generation(s.next.row_generation());
+    e.set_logged_ms(logged_ms);
     // No record body: it is in the records family (see ChangeEntry in records.proto).
     entries.push_back(std::move(e));
   }
@@ -685,12 +689,7 @@ absl::Status RecordStore::ResumePendingStrips() {
   }
   SnapshotRef snap = catalog_->Snapshot();
   for (const auto& [generation, attribute] : pending) {
-    TableRef def;
-    for (const auto& [db_name, d] : snap->databases) {
-      for (const auto& [name, t] : d->tables) {
-        if (t->generation_id() == generation) def = t;
-      }
-    }
+    TableRef def = snap->FindGeneration(generation);
     if (def == nullptr) {
       // The generation was dropped: its drop removed the values already.
       rocksdb::WriteBatch batch;
@@ -816,6 +815,17 @@ absl::StatusOr<uint64_t> RecordStore::PurgeRowsBefore(const TableRef& def, Hlc m
     CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
   }
   CAIRN_RETURN_IF_ERROR(IteratorStatus(*it));
+  {
+    // Done: the pending purge and the row generations it removed are forgotten together.
+    rocksdb::WriteBatch batch;
+    batch.Delete(engine_->cf(Cf::kMeta), ToSlice(storage::PurgeKey(def->generation_id())))
+        .PermitUncheckedError();
+    batch
+        .DeleteRange(engine_->cf(Cf::kMeta), ToSlice(storage::RowGenKey(def->generation_id(), 0)),
+                     ToSlice(storage::RowGenKey(def->generation_id(), marker)))
+        .PermitUncheckedError();
+    CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
+  }
   if (purged > 0) {
     spdlog::warn("[{}] purged {} row(s) of {} older than its drop at {} (C8)", options_.node_name,
                  purged, def->QualifiedName(), marker);
@@ -823,14 +833,43 @@ absl::StatusOr<uint64_t> RecordStore::PurgeRowsBefore(const TableRef& def, Hlc m
   return purged;
 }
 
+absl::Status RecordStore::ResumePendingPurges() {
+  std::vector<std::pair<uint64_t, Hlc>> pending;
+  {
+    const std::string prefix(storage::kPurgePrefix);
+    auto it = engine_->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(prefix));
+    for (it->Seek(ToSlice(prefix)); it->Valid(); it->Next()) {
+      absl::string_view key(it->key().data(), it->key().size());
+      if (key.size() != prefix.size() + 8 || it->value().size() != 8) continue;
+      pending.emplace_back(storage::GetBigEndian64(key.substr(prefix.size())),
+                           storage::GetBigEndian64(ToView(it->value())));
+    }
+    CAIRN_RETURN_IF_ERROR(IteratorStatus(*it));
+  }
+  if (pending.empty()) return absl::OkStatus();
+  SnapshotRef snap = catalog_->Snapshot();
+  for (const auto& [generation, marker] : pending) {
+    TableRef def = snap->FindGeneration(generation);
+    if (def == nullptr) {
+      // The generation was dropped since: its drop removed every row.
+      rocksdb::WriteBatch batch;
+      batch.Delete(engine_->cf(Cf::kMeta), ToSlice(storage::PurgeKey(generation)))
+          .PermitUncheckedError();
+      CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
+      continue;
+    }
+    CAIRN_RETURN_IF_ERROR(PurgeRowsBefore(def, marker).status());
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<PeerDropResult> RecordStore::ApplyPeerDrop(absl::string_view db,
                                                           absl::string_view table,
                                                           Hlc dropped_time) {
   CAIRN_ASSIGN_OR_RETURN(PeerDropResult r, catalog_->ApplyPeerDrop(db, table, dropped_time));
-  if (r != PeerDropResult::kKept) return r;
-  auto live = Resolve(db, table);
-  if (!live.ok() || !(*live)->replicate()) return r;
-  CAIRN_RETURN_IF_ERROR(PurgeRowsBefore(*live, dropped_time).status());
+  // A kept generation that holds rows of older row generations got a pending purge in the
+  // marker's batch (Catalog::ApplyPeerDrop): run it now (a crash leaves it for the restart).
+  if (r == PeerDropResult::kKept) CAIRN_RETURN_IF_ERROR(ResumePendingPurges());
   return r;
 }
 
@@ -997,7 +1036,22 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
     }
 
     // 4. One batch: the applied rows, their log entries (for relay, R8) and `extra` (R6).
+    //    A row of another generation than the local one is noted by its row generation
+    //    (storage::RowGenKey): a later marker then knows, without a scan, whether it must
+    //    purge older rows (C8) or re-fetch newer ones the retired generation held (R14).
     rocksdb::WriteBatch batch;
+    absl::flat_hash_set<std::pair<uint64_t, uint64_t>> row_generations;
+    for (const Slot& s : slots) {
+      if (s.changed && s.next.row_generation() != s.def->created_time()) {
+        row_generations.emplace(s.def->generation_id(), s.next.row_generation());
+      }
+    }
+    for (const auto& [generation, row_generation] : row_generations) {
+      batch
+          .Put(engine_->cf(Cf::kMeta), ToSlice(storage::RowGenKey(generation, row_generation)),
+               rocksdb::Slice())
+          .PermitUncheckedError();
+    }
     storage::ChangeLog::Reservation seqs = EmitSlots(engine_, log_, db, slots, &batch);
     if (extra) extra(&batch);
     if (batch.Count() == 0) return stats;

@@ -65,6 +65,7 @@ class RecordStore {
  public:
   RecordStore(storage::Engine* engine, storage::ChangeLog* log, Catalog* catalog,
               RecordStoreOptions options);
+  const std::string& node_name() const { return options_.node_name; }
 
   // insert / upsert / update of a JSON array of objects (SPEC §5). All or nothing: any
   // invalid record refuses the whole batch with nothing written.
@@ -108,7 +109,11 @@ class RecordStore {
   // row generation the marker retires.
   absl::StatusOr<PeerDropResult> ApplyPeerDrop(absl::string_view db, absl::string_view table,
                                                Hlc dropped_time);
-  // Deletes every row of `def`'s generation with row_generation < marker. Returns the count.
+  // Runs every purge a marker left pending (storage::PurgeKey): after ApplyPeerDrop, and once
+  // after opening, before serving (a crash between the marker and its purge).
+  absl::Status ResumePendingPurges();
+  // Deletes every row of `def`'s generation with row_generation < marker, then clears its
+  // pending purge and the row generations it removed. Returns the count.
   absl::StatusOr<uint64_t> PurgeRowsBefore(const TableRef& def, Hlc marker);
 
  private:

@@ -90,6 +90,15 @@ const DatabaseDef* CatalogSnapshot::FindDatabase(absl::string_view db) const {
   return it == databases.end() ? nullptr : it->second.get();
 }
 
+TableRef CatalogSnapshot::FindGeneration(uint64_t generation_id) const {
+  for (const auto& [db_name, d] : databases) {
+    for (const auto& [name, t] : d->tables) {
+      if (t->generation_id() == generation_id) return t;
+    }
+  }
+  return nullptr;
+}
+
 Hlc CatalogSnapshot::MarkerFor(absl::string_view db, absl::string_view table) const {
   auto it = markers.find(std::make_pair(std::string(db), std::string(table)));
   return it == markers.end() ? 0 : it->second;

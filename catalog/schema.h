@@ -135,6 +135,8 @@ struct CatalogSnapshot {
   const DatabaseDef* FindDatabase(absl::string_view db) const;
   // 0 when the name was never dropped with a timed drop.
   Hlc MarkerFor(absl::string_view db, absl::string_view table) const;
+  // The live table with this generation id, or null (a linear scan: for recovery paths).
+  TableRef FindGeneration(uint64_t generation_id) const;
 };
 using SnapshotRef = std::shared_ptr<const CatalogSnapshot>;
 

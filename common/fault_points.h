@@ -19,5 +19,9 @@ inline constexpr char kScanRow[] = "records.scan.row";  // each row a search vis
 // catalog/record_store.cc: peer apply (SPEC D5, C8) and drop_attribute
 inline constexpr char kApplyBeforeLock[] = "records.apply.before_lock";      // resolved, unlocked
 inline constexpr char kStripAfterCatalog[] = "records.strip.after_catalog";  // values not stripped
+// replication/record_stream.cc, link_session.cc: record streams (SPEC R5-R7)
+inline constexpr char kReplApplyBeforeCommit[] = "replication.apply.before_commit";
+inline constexpr char kReplApplyAfterCommit[] = "replication.apply.after_commit";  // not acked
+inline constexpr char kReplSendBatch[] = "replication.send.batch";  // before a batch is sent
 
 }  // namespace cairn::fault_points

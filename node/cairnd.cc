@@ -79,6 +79,7 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartPeerServer(
     std::shared_ptr<grpc::ServerCredentials> credentials, HostPort* bound) {
   grpc::ServerBuilder builder;
   builder.RegisterService(service);
+  replication::Cluster::ConfigureServer(&builder);
   int port = 0;
   builder.AddListeningPort(listen.ToString(), std::move(credentials), &port);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

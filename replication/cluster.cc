@@ -23,6 +23,9 @@ namespace {
 constexpr char kNodeHeader[] = "cairn-node";
 constexpr char kSecretHeader[] = "cairn-secret";
 constexpr char kReplicatedFromHeader[] = "cairn-replicated-from";
+// A ChangeBatch holds up to 1 MiB of bodies plus one row; a row may be as large as a request
+// body (--max-body-bytes, 10 MiB by default), the default 4 MiB limit is not enough.
+constexpr int kMaxMessageBytes = 256 << 20;
 
 grpc::Status ToGrpc(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
@@ -56,7 +59,10 @@ class ClientLinkStream : public LinkStream {
           stream)
       : context_(std::move(context)), stream_(std::move(stream)) {}
   bool Read(peer::v1::LinkMessage* m) override { return stream_->Read(m); }
-  bool Write(const peer::v1::LinkMessage& m) override { return stream_->Write(m); }
+  bool Write(const peer::v1::LinkMessage& m, bool more_follows) override {
+    return stream_->Write(
+        m, more_follows ? grpc::WriteOptions().set_buffer_hint() : grpc::WriteOptions());
+  }
   void Cancel() override { context_->TryCancel(); }
   void Abort() override { context_->TryCancel(); }
   absl::Status Finish() override { return FromGrpc(stream_->Finish()); }
@@ -72,7 +78,10 @@ class ServerLinkStream : public LinkStream {
                    grpc::ServerReaderWriter<peer::v1::LinkMessage, peer::v1::LinkMessage>* stream)
       : context_(context), stream_(stream) {}
   bool Read(peer::v1::LinkMessage* m) override { return stream_->Read(m); }
-  bool Write(const peer::v1::LinkMessage& m) override { return stream_->Write(m); }
+  bool Write(const peer::v1::LinkMessage& m, bool more_follows) override {
+    return stream_->Write(
+        m, more_follows ? grpc::WriteOptions().set_buffer_hint() : grpc::WriteOptions());
+  }
   void Cancel() override { context_->TryCancel(); }
   void Abort() override {}
   absl::Status Finish() override { return absl::OkStatus(); }  // the handler returns it
@@ -196,6 +205,10 @@ Cluster::Cluster(catalog::LocalNode* node, ClusterOptions options)
     absl::MutexLock lock(&hook->mu);
     if (hook->cluster != nullptr) hook->cluster->OnCatalogChange();
   });
+  node_->log->SetCommitListener([hook = hook_] {
+    absl::MutexLock lock(&hook->mu);
+    if (hook->cluster != nullptr) hook->cluster->OnCommit();
+  });
   absl::MutexLock lock(&mu_);
   for (PeerRoute r : options_.peers) {
     r.id = next_route_id_++;
@@ -238,7 +251,57 @@ absl::Status Cluster::Start() {
   for (const PeerRoute& route : routes_) {
     dialers_.emplace_back([this, route] { Dial(route); });
   }
+  trimmer_ = std::thread([this] { TrimLoop(); });
   return absl::OkStatus();
+}
+
+void Cluster::TrimLoop() {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (mu_.AwaitWithTimeout(absl::Condition(
+                                   +[](Cluster* c) { return c->stopping_.load(); }, this),
+                               options_.trim_interval)) {
+        return;
+      }
+    }
+    const uint64_t oldest_ms = static_cast<uint64_t>(
+        std::max<int64_t>(0, absl::ToUnixMillis(absl::Now() - options_.log_retention_age)));
+    for (const std::string& db : node_->log->Databases()) {
+      absl::StatusOr<uint64_t> trimmed =
+          node_->log->Trim(db, options_.log_retention_entries, oldest_ms);
+      if (!trimmed.ok()) {
+        spdlog::warn("[{}] trimming the change log of '{}': {}", options_.node_name, db,
+                     trimmed.status().ToString());
+      } else if (*trimmed > 0) {
+        spdlog::info("[{}] trimmed {} change-log entr{} of '{}' (retention, R12)",
+                     options_.node_name, *trimmed, *trimmed == 1 ? "y" : "ies", db);
+      }
+    }
+  }
+}
+
+bool Cluster::ClaimReceiver(const std::string& peer, const LinkSession* s) {
+  absl::MutexLock lock(&mu_);
+  PeerState& state = peers_[peer];
+  if (state.receiver == nullptr) state.receiver = s;
+  return state.receiver == s;
+}
+
+void Cluster::ReleaseReceiver(const std::string& peer, const LinkSession* s) {
+  absl::MutexLock lock(&mu_);
+  auto it = peers_.find(peer);
+  if (it != peers_.end() && it->second.receiver == s) it->second.receiver = nullptr;
+}
+
+void Cluster::OnCommit() {
+  absl::MutexLock lock(&mu_);
+  for (auto& s : sessions_) s->NotifyCommit();
+}
+
+void Cluster::ConfigureServer(grpc::ServerBuilder* builder) {
+  builder->SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder->SetMaxSendMessageSize(kMaxMessageBytes);
 }
 
 Exclusions Cluster::ExclusionsFor(const std::string& peer) const {
@@ -339,6 +402,7 @@ void Cluster::Stop() {
     dialers.swap(dialers_);
   }
   for (std::thread& t : dialers) t.join();
+  if (trimmer_.joinable()) trimmer_.join();
 }
 
 std::shared_ptr<grpc::ServerCredentials> Cluster::ServerCredentials() const {
@@ -443,6 +507,8 @@ std::shared_ptr<grpc::Channel> Cluster::ChannelTo(const PeerRoute& route) {
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);  // notice a silent peer
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
     args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    args.SetMaxReceiveMessageSize(kMaxMessageBytes);
+    args.SetMaxSendMessageSize(kMaxMessageBytes);
     std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
     if (tls()) {
       grpc::SslCredentialsOptions ssl;
@@ -575,6 +641,18 @@ std::vector<PeerStatus> Cluster::Status() const {
     p.last_error = state.last_error;
     p.capabilities = state.capabilities;
     p.digests = state.digests;
+    if (state.receiver != nullptr) {
+      for (const auto& session : sessions_) {
+        if (session.get() != state.receiver) continue;
+        const ReceiveStats r = session->receive_stats();
+        p.lag_entries = r.lag_entries;
+        p.lag_ms = r.LagMs(absl::Now());
+        p.full_copy_active = r.copy_active;
+        p.full_copy_percent = r.copy_percent;
+        p.full_copy_rows_per_s = r.copy_rows_per_s;
+        p.cursors = r.cursors;
+      }
+    }
     if (p.connected) {
       // In sync when, for every database either side knows, the peer's last digest equals
       // ours now. A database the peer never described counts as empty there.

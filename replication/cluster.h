@@ -7,6 +7,9 @@
 // so a route configured on one side only is enough for both to converge. Two routes (each
 // side dialing the other) make two links; applying a snapshot twice changes nothing (R4).
 //
+// Records (R5-R8): every link also carries change streams both ways (LinkSession). A commit
+// on this node wakes every link's sender through the change log's listener (OnCommit).
+//
 // Lock order: membership_mu_ before ListenerHook::mu before Cluster::mu_ before
 // LinkSession::mu_. Only membership_mu_ is held across a storage write (a peer row, by
 // add_node / remove_node, which it serializes); none is held across network I/O or catalog
@@ -28,6 +31,7 @@
 #include "absl/time/time.h"
 #include "cairn/peer/v1/peer.grpc.pb.h"
 #include "catalog/local_node.h"
+#include "grpcpp/server_builder.h"
 #include "replication/schema_sync.h"
 
 namespace cairn::replication {
@@ -55,6 +59,13 @@ struct ClusterOptions {
   // Longer than a peer's drop drain budget (10 s by default, C9), so that a drop that
   // completes there is not reported failed here.
   absl::Duration forward_timeout = absl::Seconds(15);
+  // Change-log retention per database (R12): entries beyond the newest `log_retention_entries`
+  // or logged longer than `log_retention_age` ago are trimmed; a peer whose cursor is older
+  // gets a full copy (R7). The age must not exceed the tombstone retention (D5): the log
+  // names rows without their bodies, so a delete must still be visible while it is logged.
+  uint64_t log_retention_entries = 10'000'000;
+  absl::Duration log_retention_age = absl::Hours(24 * 7);
+  absl::Duration trim_interval = absl::Seconds(10);
 };
 
 // R10: one peer's answer to a forwarded drop.
@@ -74,6 +85,14 @@ struct PeerStatus {
   std::string last_error;
   std::vector<std::string> capabilities;
   absl::btree_map<std::string, uint64_t> digests;  // the peer's last digest per database
+  // Records received from it (R5-R7): how far this node is behind the peer's log, and the
+  // full copy in progress, if any.
+  uint64_t lag_entries = 0;
+  int64_t lag_ms = 0;
+  bool full_copy_active = false;
+  double full_copy_percent = 0;
+  double full_copy_rows_per_s = 0;
+  absl::btree_map<std::string, uint64_t> cursors;  // last applied seq of its log, per database
 };
 
 class LinkSession;
@@ -89,6 +108,8 @@ class Cluster {
   grpc::Service* service();
   // Credentials for the peer port: mutual TLS when configured, else plaintext.
   std::shared_ptr<grpc::ServerCredentials> ServerCredentials() const;
+  // Server settings the links need (message size: one record may be as large as a request).
+  static void ConfigureServer(grpc::ServerBuilder* builder);
   bool tls() const { return !options_.tls_cert.empty(); }
 
   // Loads the peers added at run time and starts dialing. Call once, after the server
@@ -131,6 +152,9 @@ class Cluster {
   bool stopping() const { return stopping_.load(); }
   // The R11 exclusions of the route to `peer` (none for a peer without a route).
   Exclusions ExclusionsFor(const std::string& peer) const ABSL_LOCKS_EXCLUDED(mu_);
+  // One link per peer applies its records (R6). True if `s` holds (or now took) the claim.
+  bool ClaimReceiver(const std::string& peer, const LinkSession* s) ABSL_LOCKS_EXCLUDED(mu_);
+  void ReleaseReceiver(const std::string& peer, const LinkSession* s) ABSL_LOCKS_EXCLUDED(mu_);
   // Counts a LinkMessage this node does not understand (R1).
   void CountUnknownMessage() { unknown_messages_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t unknown_messages() const { return unknown_messages_.load(); }
@@ -143,6 +167,7 @@ class Cluster {
     std::string last_error;
     std::vector<std::string> capabilities;
     absl::btree_map<std::string, uint64_t> digests;  // its last digest per database
+    const LinkSession* receiver = nullptr;           // the link that applies its records (R6)
   };
 
   void Dial(PeerRoute route);  // the dialer thread of one route; ends when it is removed
@@ -152,6 +177,8 @@ class Cluster {
   std::vector<PeerDropStatus> ForwardToAll(const peer::v1::ForwardRequest& request)
       ABSL_LOCKS_EXCLUDED(mu_);
   void OnCatalogChange() ABSL_LOCKS_EXCLUDED(mu_);
+  void OnCommit() ABSL_LOCKS_EXCLUDED(mu_);
+  void TrimLoop() ABSL_LOCKS_EXCLUDED(mu_);  // log retention (R12), until Stop
   bool HasRouteIdLocked(uint64_t id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // The catalog listener reaches the Cluster through this, so that Stop() can detach it: the
@@ -180,6 +207,7 @@ class Cluster {
   std::vector<PeerRoute> routes_ ABSL_GUARDED_BY(mu_);
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> dialers_ ABSL_GUARDED_BY(mu_);
+  std::thread trimmer_;  // started by Start, joined by Stop
 };
 
 }  // namespace cairn::replication

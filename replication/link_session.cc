@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/fault.h"
+#include "common/fault_points.h"
 #include "common/status.h"
 #include "replication/cluster.h"
 #include "replication/schema_sync.h"
@@ -18,6 +20,11 @@ LinkSession::LinkSession(Cluster* cluster, std::unique_ptr<LinkStream> stream, s
 void LinkSession::CatalogChanged() {
   absl::MutexLock lock(&mu_);
   dirty_ = true;
+}
+
+void LinkSession::NotifyCommit() {
+  absl::MutexLock lock(&mu_);
+  data_hint_ = true;
 }
 
 void LinkSession::Cancel() {
@@ -44,9 +51,88 @@ absl::StatusOr<bool> LinkSession::ReadHello() {
   }
   cluster_->OnHello(peer_, hello);
   const auto& caps = hello.capabilities();
+  auto has = [&](const char* cap) {
+    return std::find(caps.begin(), caps.end(), cap) != caps.end();
+  };
   absl::MutexLock lock(&mu_);
   peer_hello_ = true;
-  peer_schema_ = std::find(caps.begin(), caps.end(), kSchemaCapability) != caps.end();
+  peer_schema_ = has(kSchemaCapability);
+  // Records need both: a batch is only applicable after its table's schema.
+  peer_records_ = peer_schema_ && has(kRecordsCapability);
+  peer_log_id_ = hello.log_id();
+  return true;
+}
+
+bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
+  std::vector<peer::v1::LinkMessage> out;
+  bool schema_due = false;
+  uint64_t window = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    mu_.AwaitWithTimeout(
+        absl::Condition(
+            +[](LinkSession* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
+              return s->done_ || (s->peer_schema_ && s->dirty_) || !s->outbox_.empty() ||
+                     s->ack_due_ || s->subscribe_.has_value() ||
+                     (s->serving_ && s->data_hint_ && s->sent_no_ - s->acked_no_ < kWindow);
+            },
+            this),
+        absl::Seconds(1));  // also a periodic look for databases created meanwhile
+    if (done_) return false;
+    while (!outbox_.empty()) {
+      out.push_back(std::move(outbox_.front()));
+      outbox_.pop_front();
+    }
+    if (ack_due_) {
+      out.emplace_back().mutable_ack()->set_batch_no(ack_no_);
+      ack_due_ = false;
+    }
+    if (subscribe_.has_value()) {
+      sender->Subscribe(*subscribe_);
+      subscribe_.reset();
+      serving_ = true;
+    }
+    schema_due = peer_schema_ && dirty_;
+    dirty_ = false;
+    data_hint_ = false;  // a commit from here on sets it again
+    window = kWindow - std::min(kWindow, sent_no_ - acked_no_);
+  }
+  for (const peer::v1::LinkMessage& m : out) {
+    if (!stream_->Write(m)) return false;
+  }
+  catalog::SnapshotRef snap = cluster_->node()->catalog->Snapshot();
+  if (schema_due || (sender->subscribed() && snap->version > *schema_version)) {
+    // One round: the snapshot of every database. Changes meanwhile set dirty_ again and cause
+    // exactly one more round (coalescing, R3).
+    const Exclusions exclusions = cluster_->ExclusionsFor(peer_);  // R11, sender's side
+    for (const std::string& db : SchemaDatabases(*snap)) {
+      peer::v1::LinkMessage m;
+      *m.mutable_db_schema() = BuildDbSchema(*snap, db, exclusions);
+      if (!stream_->Write(m)) return false;
+    }
+    *schema_version = snap->version;
+  }
+  if (!sender->subscribed()) return true;
+  // Batches read against `snap`, whose every table the peer now has (R5 after R3).
+  FaultRegistry* faults = cluster_->node()->catalog->options().faults;
+  for (uint64_t n = 0; n < window; ++n) {
+    peer::v1::LinkMessage m;
+    absl::StatusOr<bool> produced = sender->Next(*snap, m.mutable_change_batch());
+    if (!produced.ok()) {
+      spdlog::error("[{}] reading the change log for {}: {}", cluster_->options().node_name, peer_,
+                    produced.status().ToString());
+      return false;
+    }
+    if (!*produced) return true;
+    if (!CAIRN_FAULT(faults, fault_points::kReplSendBatch).ok()) return false;
+    {
+      absl::MutexLock lock(&mu_);
+      m.mutable_change_batch()->set_batch_no(++sent_no_);
+    }
+    if (!stream_->Write(m, /*more_follows=*/n + 1 < window)) return false;
+  }
+  absl::MutexLock lock(&mu_);
+  data_hint_ = true;  // the window filled: there may be more once it opens
   return true;
 }
 
@@ -55,6 +141,8 @@ void LinkSession::WriterLoop() {
   hello.mutable_hello()->set_node_name(cluster_->options().node_name);
   hello.mutable_hello()->set_protocol_version(kProtocolVersion);
   hello.mutable_hello()->add_capabilities(kSchemaCapability);
+  hello.mutable_hello()->add_capabilities(kRecordsCapability);
+  hello.mutable_hello()->set_log_id(cluster_->node()->log->log_id());
   if (!stream_->Write(hello)) return;
   {
     // A peer that accepts the stream and never says Hello would hold this link (and its
@@ -75,28 +163,92 @@ void LinkSession::WriterLoop() {
       return;
     }
   }
+  // Nothing is sent that the peer did not advertise (R1): schema only to schema.v1 peers,
+  // batches only once the peer subscribed (which only a records.v1 peer does).
+  LogSender sender(cluster_->node(), cluster_->ExclusionsFor(peer_));
+  uint64_t schema_version = 0;
+  while (WriteRound(&sender, &schema_version)) {
+  }
+}
+
+bool LinkSession::ApplyWithRetry(ReceiverState* receiver, const peer::v1::ChangeBatch& batch) {
+  absl::Duration backoff = absl::Milliseconds(10);
+  for (int attempt = 1;; ++attempt) {
+    absl::Status s = receiver->Apply(batch);
+    if (s.ok()) return true;
+    const ErrorCode code = GetErrorCode(s);
+    // The table's schema has not been applied yet (it is on its way: DB_SCHEMA precedes the
+    // rows on this stream, but a drop here may still be completing), or the schema moved
+    // under the apply: wait and retry. Anything else ends the link; the dialer reconnects
+    // and the batch comes again from the stored cursor.
+    const bool transient = code == ErrorCode::kTableNotFound || code == ErrorCode::kTableDropping ||
+                           s.code() == absl::StatusCode::kAborted;
+    if (!transient) {
+      absl::MutexLock lock(&mu_);
+      applier_error_ =
+          Annotate(s, absl::StrCat("applying a batch of '", batch.database(), "' from ", peer_));
+      return false;
+    }
+    if (attempt == 50) {
+      spdlog::warn("[{}] a batch of '{}' from {} still waits: {}", cluster_->options().node_name,
+                   batch.database(), peer_, s.ToString());
+    }
+    absl::MutexLock lock(&mu_);
+    mu_.AwaitWithTimeout(absl::Condition(&done_), backoff);
+    if (done_) return false;
+    backoff = std::min(backoff * 2, absl::Seconds(1));
+  }
+}
+
+void LinkSession::ApplierLoop() {
+  uint64_t log_id = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](LinkSession* s)
+             ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) { return s->done_ || s->peer_hello_; },
+        this));
+    if (done_ || !peer_records_) return;
+    log_id = peer_log_id_;
+  }
+  // One link per peer subscribes (two routes make two links): exactly-once needs one
+  // applier per peer cursor (R6). Another link may hold the claim until it ends.
+  while (!cluster_->ClaimReceiver(peer_, this)) {
+    absl::MutexLock lock(&mu_);
+    if (mu_.AwaitWithTimeout(absl::Condition(&done_), absl::Milliseconds(200))) return;
+  }
+  ReceiverState receiver(cluster_->node(), peer_, log_id, cluster_->ExclusionsFor(peer_));
+  absl::StatusOr<peer::v1::Subscribe> subscribe = receiver.BuildSubscribe();
+  if (!subscribe.ok()) {
+    absl::MutexLock lock(&mu_);
+    applier_error_ = subscribe.status();
+    cluster_->ReleaseReceiver(peer_, this);
+    return;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    *outbox_.emplace_back().mutable_subscribe() = std::move(*subscribe);
+    subscribed_ = true;
+  }
   while (true) {
+    peer::v1::ChangeBatch batch;
     {
       absl::MutexLock lock(&mu_);
-      // Nothing is sent that the peer did not advertise (R1): wait for its Hello.
       mu_.Await(absl::Condition(
-          +[](LinkSession* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
-            return s->done_ || (s->peer_hello_ && s->peer_schema_ && s->dirty_);
-          },
+          +[](LinkSession* s)
+               ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) { return s->done_ || !s->inbox_.empty(); },
           this));
-      if (done_) return;
-      dirty_ = false;
+      if (done_) break;
+      batch = std::move(inbox_.front());
+      inbox_.pop_front();
     }
-    // One round: the current snapshot of every database. Changes meanwhile set dirty_ again
-    // and cause exactly one more round (coalescing, R3).
-    catalog::SnapshotRef snap = cluster_->node()->catalog->Snapshot();
-    const Exclusions exclusions = cluster_->ExclusionsFor(peer_);  // R11, sender's side
-    for (const std::string& db : SchemaDatabases(*snap)) {
-      peer::v1::LinkMessage m;
-      *m.mutable_db_schema() = BuildDbSchema(*snap, db, exclusions);
-      if (!stream_->Write(m)) return;
-    }
+    if (!ApplyWithRetry(&receiver, batch)) break;
+    absl::MutexLock lock(&mu_);
+    ack_no_ = batch.batch_no();
+    ack_due_ = true;
+    receive_stats_ = receiver.Stats(absl::Now());
   }
+  cluster_->ReleaseReceiver(peer_, this);
 }
 
 absl::Status LinkSession::Run() {
@@ -104,6 +256,12 @@ absl::Status LinkSession::Run() {
     WriterLoop();
     absl::MutexLock lock(&mu_);
     writer_done_ = true;
+  });
+  std::thread applier([this] {
+    ApplierLoop();
+    absl::MutexLock lock(&mu_);
+    applier_done_ = true;
+    if (!applier_error_.ok() && !finished_) stream_->Cancel();  // ends the reads below
   });
   absl::StatusOr<bool> hello = ReadHello();
   absl::Status why = hello.status();
@@ -128,6 +286,22 @@ absl::Status LinkSession::Run() {
       }
       case peer::v1::LinkMessage::kHello:  // a second Hello changes nothing
         break;
+      case peer::v1::LinkMessage::kSubscribe: {
+        absl::MutexLock lock(&mu_);
+        subscribe_ = std::move(*m.mutable_subscribe());  // the writer serves it
+        break;
+      }
+      case peer::v1::LinkMessage::kChangeBatch: {
+        absl::MutexLock lock(&mu_);
+        // Only a subscriber gets batches; the sender's window bounds the inbox (R12).
+        if (subscribed_) inbox_.push_back(std::move(*m.mutable_change_batch()));
+        break;
+      }
+      case peer::v1::LinkMessage::kAck: {
+        absl::MutexLock lock(&mu_);
+        acked_no_ = std::max(acked_no_, std::min(m.ack().batch_no(), sent_no_));
+        break;
+      }
       default:
         cluster_->CountUnknownMessage();  // a newer peer's message kind (R1)
         break;
@@ -147,6 +321,11 @@ absl::Status LinkSession::Run() {
     if (!stopped) stream_->Cancel();
   }
   writer.join();
+  applier.join();  // it sees done_; an apply in progress finishes first
+  {
+    absl::MutexLock lock(&mu_);
+    if (why.ok() && !applier_error_.ok()) why = applier_error_;
+  }
   if (!why.ok()) stream_->Abort();
   absl::Status finished = stream_->Finish();
   {

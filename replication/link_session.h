@@ -8,11 +8,21 @@
 //      again after every catalog change. Changes coalesce: while a round of snapshots is being
 //      sent, further changes set one flag and cause one more round (R3);
 //   4. apply every DbSchema that arrives (markers, then definitions, R4); count and ignore
-//      messages of unknown kinds (R1).
-// The session ends when the stream does, or on Cancel().
+//      messages of unknown kinds (R1);
+//   5. records (both advertised "records.v1"): the applier thread claims this peer's
+//      subscription (one link per peer subscribes, Cluster::ClaimReceiver) and sends
+//      Subscribe; it applies each ChangeBatch with its cursor (ReceiverState) and acks it.
+//      The writer serves the peer's Subscribe (LogSender): every batch goes after a DB_SCHEMA
+//      round of a catalog snapshot at least as new as the one the batch was read against, so
+//      a peer always knows a table before its rows; at most kWindow batches are unacked (R12).
+//      A commit wakes the writer (NotifyCommit).
+// Threads: Run's (reads), the writer, the applier. The session ends when the stream does,
+// or on Cancel().
 #pragma once
 
+#include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -21,6 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cairn/peer/v1/peer.pb.h"
+#include "replication/record_stream.h"
 
 namespace cairn::replication {
 
@@ -28,6 +39,9 @@ class Cluster;
 
 inline constexpr uint32_t kProtocolVersion = 1;
 inline constexpr char kSchemaCapability[] = "schema.v1";
+inline constexpr char kRecordsCapability[] = "records.v1";
+// Unacknowledged ChangeBatches a sender keeps in flight per link (R12).
+inline constexpr uint64_t kWindow = 8;
 
 // The two ends of a Link stream behind one interface. Read and Write may run on different
 // threads; Write is called from one thread at a time.
@@ -35,7 +49,9 @@ class LinkStream {
  public:
   virtual ~LinkStream() = default;
   virtual bool Read(peer::v1::LinkMessage* m) = 0;
-  virtual bool Write(const peer::v1::LinkMessage& m) = 0;
+  // `more_follows`: the caller writes again right away, so the transport may hold this one
+  // back to coalesce (gRPC's buffer hint).
+  virtual bool Write(const peer::v1::LinkMessage& m, bool more_follows = false) = 0;
   virtual void Cancel() = 0;
   // Ends a stream this end refused (after the writer stopped): the client cancels its call;
   // the server returns the refusal from its handler instead, so it does nothing here.
@@ -53,6 +69,13 @@ class LinkSession {
   absl::Status Run() ABSL_LOCKS_EXCLUDED(mu_);
   // The catalog changed: send another round of snapshots.
   void CatalogChanged() ABSL_LOCKS_EXCLUDED(mu_);
+  // A commit moved the change log: the writer looks for entries to send.
+  void NotifyCommit() ABSL_LOCKS_EXCLUDED(mu_);
+  // What this link received and applied (meaningful on the peer's claimed link).
+  ReceiveStats receive_stats() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return receive_stats_;
+  }
   // Ends the session. Safe from any thread, also once Run has returned (then a no-op: an
   // inbound stream's context is gone by then).
   void Cancel() ABSL_LOCKS_EXCLUDED(mu_);
@@ -64,6 +87,12 @@ class LinkSession {
 
  private:
   void WriterLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Sends what is due after the peer's Hello; false when the stream broke.
+  bool WriteRound(LogSender* sender, uint64_t* schema_version) ABSL_LOCKS_EXCLUDED(mu_);
+  void ApplierLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Applies one batch, retrying while its table's schema is not here yet. False: give up.
+  bool ApplyWithRetry(ReceiverState* receiver, const peer::v1::ChangeBatch& batch)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // True once the peer's Hello is accepted; false when the stream ended before one came.
   absl::StatusOr<bool> ReadHello() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -78,6 +107,25 @@ class LinkSession {
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Run returned: the stream may be gone
   bool writer_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool applier_done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status applier_error_ ABSL_GUARDED_BY(mu_);  // ends the session
+
+  // Records, receiving side.
+  bool peer_records_ ABSL_GUARDED_BY(mu_) = false;  // the peer speaks records.v1
+  uint64_t peer_log_id_ ABSL_GUARDED_BY(mu_) = 0;
+  bool subscribed_ ABSL_GUARDED_BY(mu_) = false;  // this link holds the peer's claim
+  std::deque<peer::v1::LinkMessage> outbox_ ABSL_GUARDED_BY(mu_);  // Subscribe, for the writer
+  std::deque<peer::v1::ChangeBatch> inbox_ ABSL_GUARDED_BY(mu_);   // for the applier
+  uint64_t ack_no_ ABSL_GUARDED_BY(mu_) = 0;                       // last batch applied
+  bool ack_due_ ABSL_GUARDED_BY(mu_) = false;
+  ReceiveStats receive_stats_ ABSL_GUARDED_BY(mu_);
+
+  // Records, sending side.
+  std::optional<peer::v1::Subscribe> subscribe_ ABSL_GUARDED_BY(mu_);  // the peer's, unserved
+  bool serving_ ABSL_GUARDED_BY(mu_) = false;   // the peer subscribed on this link
+  bool data_hint_ ABSL_GUARDED_BY(mu_) = true;  // maybe something to send
+  uint64_t sent_no_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t acked_no_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // How long a link waits for the peer's Hello before giving up on it.

@@ -1,5 +1,9 @@
 #include "storage/change_log.h"
 
+#include <algorithm>
+
+#include "absl/random/random.h"
+#include "common/status.h"
 #include "storage/keys.h"
 #include "storage/rocksdb_status.h"
 
@@ -18,9 +22,29 @@ uint64_t ChangeLog::Sequencer::Reserve(uint64_t count) {
 }
 
 void ChangeLog::Sequencer::Release(uint64_t first) {
+  bool moved = false;
+  {
+    absl::MutexLock lock(&mu_);
+    pending_.erase(first);
+    const uint64_t w = pending_.empty() ? next_ - 1 : *pending_.begin() - 1;
+    moved = w != watermark_;
+    watermark_ = w;
+  }
+  if (moved && owner_->listener_) owner_->listener_();
+}
+
+uint64_t ChangeLog::Sequencer::trimmed() const {
   absl::MutexLock lock(&mu_);
-  pending_.erase(first);
-  watermark_ = pending_.empty() ? next_ - 1 : *pending_.begin() - 1;
+  return trimmed_;
+}
+
+void ChangeLog::Sequencer::set_trimmed(uint64_t t) {
+  absl::MutexLock lock(&mu_);
+  trimmed_ = std::max(trimmed_, t);
+  if (next_ <= trimmed_) {
+    next_ = trimmed_ + 1;
+    if (pending_.empty()) watermark_ = trimmed_;
+  }
 }
 
 uint64_t ChangeLog::Sequencer::watermark() const {
@@ -36,10 +60,43 @@ uint64_t ChangeLog::Sequencer::WaitBeyond(uint64_t after, absl::Time deadline) {
 }
 
 absl::Status ChangeLog::Recover() {
+  {
+    std::string value;
+    bool found = false;
+    CAIRN_RETURN_IF_ERROR(engine_->Get(Cf::kMeta, kLogIdKey, &value, &found));
+    if (found && value.size() == 8) {
+      log_id_ = GetBigEndian64(value);
+    } else {
+      log_id_ = absl::Uniform<uint64_t>(absl::BitGen(), 1, UINT64_MAX);
+      std::string encoded;
+      PutBigEndian64(log_id_, &encoded);
+      rocksdb::WriteBatch batch;
+      // why ignored: WriteBatch::Put only fails beyond 4 GiB.
+      batch.Put(engine_->cf(Cf::kMeta), ToSlice(kLogIdKey), encoded).PermitUncheckedError();
+      CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
+    }
+  }
+  // Trim high-water marks first: a log trimmed to nothing still has its sequence.
+  absl::flat_hash_map<std::string, uint64_t> trimmed;
+  {
+    auto t = engine_->NewIterator(Cf::kMeta);
+    for (t->Seek(ToSlice(kLogTrimPrefix));
+         t->Valid() && t->key().starts_with(ToSlice(kLogTrimPrefix)); t->Next()) {
+      if (t->value().size() != 8) return absl::DataLossError("malformed logtrim value");
+      trimmed[std::string(t->key().data() + kLogTrimPrefix.size(),
+                          t->key().size() - kLogTrimPrefix.size())] =
+          GetBigEndian64(absl::string_view(t->value().data(), 8));
+    }
+    CAIRN_RETURN_IF_ERROR(FromRocks(t->status()));
+  }
   // Visit each database's run of keys once: jump to its last key, then past it.
   auto it = engine_->NewIterator(Cf::kChangeLog);
   absl::MutexLock lock(&mu_);
   if (!dbs_.empty()) return absl::FailedPreconditionError("ChangeLog::Recover called twice");
+  for (const auto& [db, through] : trimmed) {
+    dbs_[db] = std::make_unique<Sequencer>(this, through);
+    dbs_[db]->set_trimmed(through);
+  }
   for (it->SeekToFirst(); it->Valid();) {
     absl::string_view key(it->key().data(), it->key().size());
     size_t nul = key.find('\0');
@@ -52,16 +109,64 @@ absl::Status ChangeLog::Recover() {
     it->SeekForPrev(next_db);
     if (!it->Valid()) break;
     absl::string_view last(it->key().data(), it->key().size());
-    dbs_[db] = std::make_unique<Sequencer>(GetBigEndian64(last.substr(nul + 1)));
+    const uint64_t through = trimmed.count(db) != 0 ? trimmed[db] : 0;
+    dbs_[db] =
+        std::make_unique<Sequencer>(this, std::max(through, GetBigEndian64(last.substr(nul + 1))));
+    dbs_[db]->set_trimmed(through);
     it->Seek(next_db);
   }
   return FromRocks(it->status());
 }
 
+std::vector<std::string> ChangeLog::Databases() {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> out;
+  for (const auto& [db, seq] : dbs_) out.push_back(db);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+uint64_t ChangeLog::TrimmedThrough(absl::string_view db) { return GetOrCreate(db)->trimmed(); }
+
+absl::StatusOr<uint64_t> ChangeLog::Trim(absl::string_view db, uint64_t keep_entries,
+                                         uint64_t min_logged_ms, uint64_t max_scan) {
+  absl::MutexLock one(&trim_mu_);
+  Sequencer* seq = GetOrCreate(db);
+  const uint64_t first = seq->trimmed() + 1;
+  const uint64_t committed = seq->watermark();
+  if (committed < first) return 0;
+  uint64_t cut = first - 1;  // trim every entry <= cut
+  if (committed - cut > keep_entries) cut = committed - keep_entries;
+  // By age: entries are in commit order, so stop at the first young one.
+  auto it = engine_->NewIterator(Cf::kChangeLog, nullptr, LogKey(db, committed + 1));
+  uint64_t scanned = 0;
+  for (it->Seek(ToSlice(LogKey(db, cut + 1))); it->Valid() && scanned < max_scan;
+       it->Next(), ++scanned) {
+    v1::ChangeEntry e;
+    if (!e.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) break;
+    if (e.logged_ms() >= min_logged_ms) break;
+    cut = GetBigEndian64(absl::string_view(it->key().data() + it->key().size() - 8, 8));
+  }
+  CAIRN_RETURN_IF_ERROR(FromRocks(it->status()));
+  if (cut < first) return 0;
+  rocksdb::WriteBatch batch;
+  std::string through;
+  PutBigEndian64(cut, &through);
+  // why ignored (both): WriteBatch fails only beyond 4 GiB.
+  batch
+      .DeleteRange(engine_->cf(Cf::kChangeLog), ToSlice(LogKey(db, first)),
+                   ToSlice(LogKey(db, cut + 1)))
+      .PermitUncheckedError();
+  batch.Put(engine_->cf(Cf::kMeta), ToSlice(LogTrimKey(db)), through).PermitUncheckedError();
+  CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
+  seq->set_trimmed(cut);
+  return cut - first + 1;
+}
+
 ChangeLog::Sequencer* ChangeLog::GetOrCreate(absl::string_view db) {
   absl::MutexLock lock(&mu_);
   auto& slot = dbs_[db];
-  if (slot == nullptr) slot = std::make_unique<Sequencer>(0);
+  if (slot == nullptr) slot = std::make_unique<Sequencer>(this, 0);
   return slot.get();
 }
 

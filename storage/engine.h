@@ -96,6 +96,8 @@ class ScopedSnapshot {
   const rocksdb::Snapshot* snapshot_;
 };
 
+inline rocksdb::Slice ToSlice(absl::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
+
 // Little-endian int64 deltas merged by addition (the meta family's count/ keys).
 std::string EncodeCountDelta(int64_t delta);
 int64_t DecodeCount(absl::string_view value);

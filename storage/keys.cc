@@ -113,4 +113,41 @@ std::string StripKey(uint64_t generation, absl::string_view attribute) {
   return k;
 }
 
+std::string LogTrimKey(absl::string_view db) { return absl::StrCat(kLogTrimPrefix, db); }
+
+std::string CursorPrefix(absl::string_view peer) {
+  std::string k = absl::StrCat(kCursorPrefix, peer);
+  k.push_back('\0');
+  return k;
+}
+
+std::string CursorKey(absl::string_view peer, absl::string_view db) {
+  return absl::StrCat(CursorPrefix(peer), db);
+}
+
+std::string RowGenPrefix(uint64_t generation) {
+  std::string k = "rowgen/";
+  PutBigEndian64(generation, &k);
+  return k;
+}
+
+std::string RowGenKey(uint64_t generation, uint64_t row_generation) {
+  std::string k = RowGenPrefix(generation);
+  PutBigEndian64(row_generation, &k);
+  return k;
+}
+
+std::string PurgeKey(uint64_t generation) {
+  std::string k(kPurgePrefix);
+  PutBigEndian64(generation, &k);
+  return k;
+}
+
+std::string RefetchKey(absl::string_view db, absl::string_view table, absl::string_view peer) {
+  std::string k = absl::StrCat(kRefetchPrefix, db, "/", table);
+  k.push_back('\0');
+  k.append(peer.data(), peer.size());
+  return k;
+}
+
 }  // namespace cairn::storage

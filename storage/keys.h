@@ -11,6 +11,14 @@
 //              meta/incarnation                    BE64 (last process incarnation, informational)
 //              count/<generation BE64>             int64 little-endian, merged by addition
 //              strip/<generation BE64><attribute>  empty: a drop_attribute strip to finish
+//              meta/log_id                         BE64 random: identity of this node's log
+//              logtrim/<db>                        BE64: log entries up to here were trimmed
+//              cursor/<peer>\0<db>                 ReplicaCursor (SPEC R6)
+//              rowgen/<generation BE64><row generation BE64>  empty: the generation holds
+//                                                  peer rows of that row generation (D7)
+//              purge/<generation BE64>             BE64 marker: a C8 purge to finish
+//              refetch/<db>/<table>\0<peer>        BE64 dropped_time: ask that peer again
+//                                                  for the table's rows (SPEC R14)
 //
 // Names never contain '/' or '\0' (SPEC C13), so the separators are unambiguous. Every record
 // and index key of a generation starts with its big-endian id, so a generation is one
@@ -63,5 +71,17 @@ inline constexpr absl::string_view kCountPrefix = "count/";
 // "strip/<generation BE64><attribute>": values of a dropped attribute still to be stripped.
 std::string StripKey(uint64_t generation, absl::string_view attribute);
 inline constexpr absl::string_view kStripPrefix = "strip/";
+inline constexpr absl::string_view kLogIdKey = "meta/log_id";
+std::string LogTrimKey(absl::string_view db);
+inline constexpr absl::string_view kLogTrimPrefix = "logtrim/";
+std::string CursorKey(absl::string_view peer, absl::string_view db);
+std::string CursorPrefix(absl::string_view peer);  // "cursor/<peer>\0"
+inline constexpr absl::string_view kCursorPrefix = "cursor/";
+std::string RowGenKey(uint64_t generation, uint64_t row_generation);
+std::string RowGenPrefix(uint64_t generation);
+std::string PurgeKey(uint64_t generation);
+inline constexpr absl::string_view kPurgePrefix = "purge/";
+std::string RefetchKey(absl::string_view db, absl::string_view table, absl::string_view peer);
+inline constexpr absl::string_view kRefetchPrefix = "refetch/";
 
 }  // namespace cairn::storage

@@ -56,6 +56,7 @@ class TestNode {
     cluster_ = std::make_unique<Cluster>(node_.get(), co);
     grpc::ServerBuilder builder;
     builder.RegisterService(cluster_->service());
+    Cluster::ConfigureServer(&builder);
     int bound = 0;
     builder.AddListeningPort(absl::StrCat("127.0.0.1:", port_), cluster_->ServerCredentials(),
                              &bound);
@@ -190,7 +191,7 @@ TEST_F(ClusterTest, R3_ATableCreatedOnOneNodeAppearsOnThePeer) {
   ExpectConnectedAndInSync(b.get(), a.get());
   PeerStatus s = a->StatusOf("b");
   EXPECT_TRUE(s.authenticated);
-  EXPECT_THAT(s.capabilities, ElementsAre("schema.v1"));
+  EXPECT_THAT(s.capabilities, ElementsAre("schema.v1", "records.v1"));
 }
 
 TEST_F(ClusterTest, R3_ARouteOnOneSideIsEnoughForBoth) {
@@ -280,10 +281,18 @@ TEST_F(ClusterTest, C1_C4_ConcurrentCreatesOfTheSameTablesEndWithEveryAttribute)
       ASSERT_OK(n->records().Write(
           db, "test", nlohmann::json::array({{{"id", "from-" + n->name()}, {"name", "test"}}}),
           catalog::WriteMode::kUpsert));
-      int found = 0;
-      ASSERT_OK(n->records().SearchByValue(db, "test", "name", "*", {},
-                                           [&](const nlohmann::json&) { return ++found, true; }));
-      EXPECT_EQ(found, 1);
+    }
+  }
+  // Each node's row reaches the other (R5): both find both, by value, in every database.
+  for (TestNode* n : {a.get(), b.get()}) {
+    for (int i = 0; i < kDatabases; ++i) {
+      const std::string db = absl::StrCat("db", i);
+      ASSERT_EVENTUALLY([&] {
+        int found = 0;
+        ASSERT_OK(n->records().SearchByValue(db, "test", "name", "*", {},
+                                             [&](const nlohmann::json&) { return ++found, true; }));
+        ASSERT_EQ(found, 2) << n->name() << " " << db;
+      });
     }
   }
 }

@@ -1,0 +1,432 @@
+#include "replication/record_stream.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/fault.h"
+#include "common/fault_points.h"
+#include "common/status.h"
+#include "spdlog/spdlog.h"
+#include "storage/keys.h"
+#include "storage/rocksdb_status.h"
+
+namespace cairn::replication {
+namespace {
+
+using storage::Cf;
+using storage::ToSlice;
+using storage::v1::ChangeEntry;
+using storage::v1::StoredRecord;
+
+absl::string_view View(const rocksdb::Slice& s) { return absl::string_view(s.data(), s.size()); }
+
+// A stored row as a streamed entry: its true origin, version and row generation (R7, D7).
+void RowEntry(const std::string& table, absl::string_view encoded_pk, StoredRecord* rec,
+              ChangeEntry* e) {
+  e->set_table(table);
+  e->set_key(encoded_pk.data(), encoded_pk.size());
+  e->set_version(rec->version());
+  e->set_origin(rec->origin());
+  e->set_row_generation(rec->row_generation());
+  if (rec->deleted()) {
+    e->set_op(storage::v1::DELETE);  // a newer tombstone removes the row (R7)
+  } else {
+    e->set_op(storage::v1::PUT);
+    e->set_allocated_json(rec->release_json());
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// LogSender
+
+LogSender::LogSender(catalog::LocalNode* node, Exclusions exclusions, StreamLimits limits)
+    : node_(node), exclusions_(std::move(exclusions)), limits_(limits) {}
+
+void LogSender::Subscribe(const peer::v1::Subscribe& subscribe) {
+  subscribed_ = true;
+  dbs_.clear();
+  refetch_.clear();
+  for (const std::string& t : subscribe.exclude()) {  // R11: what the subscriber does not ask
+    const size_t dot = t.find('.');
+    if (dot != std::string::npos) exclusions_.Add(t.substr(0, dot), t.substr(dot + 1));
+  }
+  for (const peer::v1::DbCursor& c : subscribe.cursors()) {
+    Db& state = dbs_[c.database()];
+    state.started = true;
+    if (c.has_copy()) {
+      state.copy = c.copy();  // resume the full copy where it stopped (R7)
+    } else {
+      state.sent_seq = c.seq();
+    }
+  }
+  for (const peer::v1::TableRefetch& r : subscribe.refetch()) {
+    refetch_.push_back(Refetch{r.database(), r.table(), ""});
+  }
+}
+
+bool LogSender::Excluded(absl::string_view db, absl::string_view table) const {
+  return exclusions_.Excludes(db, table);
+}
+
+std::vector<catalog::TableRef> LogSender::CopyTables(const catalog::CatalogSnapshot& snap,
+                                                     const std::string& db) const {
+  std::vector<catalog::TableRef> out;
+  if (const catalog::DatabaseDef* d = snap.FindDatabase(db)) {
+    for (const auto& [name, def] : d->tables) {                         // btree: name order
+      if (def->replicate() && !Excluded(db, name)) out.push_back(def);  // C11, R11
+    }
+  }
+  return out;
+}
+
+void LogSender::StartCopy(const catalog::CatalogSnapshot& snap, const std::string& db, Db* state) {
+  // Everything committed up to here is in the copy (as that entry or a newer one); the tail
+  // resumes after it. Read the watermark before the rows.
+  storage::v1::CopyPosition copy;
+  copy.set_target_seq(node_->log->CommittedSeq(db));
+  uint64_t total = 0;
+  for (const catalog::TableRef& def : CopyTables(snap, db)) {
+    auto n = node_->records->RecordCount(*def);
+    if (n.ok()) total += *n;
+  }
+  copy.set_rows_total(total);
+  state->copy = std::move(copy);
+  state->started = true;
+  spdlog::info("[{}] full copy of '{}' to a peer: {} row(s) through seq {} (R7)",
+               node_->records->node_name(), db, total, state->copy->target_seq());
+}
+
+absl::StatusOr<bool> LogSender::CopyRows(const catalog::TableDef& def, std::string* after_key,
+                                         peer::v1::ChangeBatch* out, size_t* bytes) {
+  const std::string prefix = storage::GenerationPrefix(def.generation_id());
+  const std::string end = storage::GenerationPrefix(def.generation_id() + 1);
+  auto it = node_->engine->NewIterator(Cf::kRecords, nullptr, end);
+  it->Seek(ToSlice(prefix + *after_key));
+  if (it->Valid() && !after_key->empty() && View(it->key()).substr(prefix.size()) == *after_key) {
+    it->Next();
+  }
+  for (; it->Valid(); it->Next()) {
+    if (static_cast<size_t>(out->entries_size()) >= limits_.max_entries ||
+        (*bytes >= limits_.max_bytes && out->entries_size() > 0)) {
+      return false;
+    }
+    StoredRecord rec;
+    if (!rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) continue;
+    const absl::string_view pk = View(it->key()).substr(prefix.size());
+    *bytes += rec.json().size() + pk.size() + 32;
+    RowEntry(def.name(), pk, &rec, out->add_entries());
+    after_key->assign(pk.data(), pk.size());
+  }
+  CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
+  return true;
+}
+
+absl::StatusOr<bool> LogSender::NextCopy(const catalog::CatalogSnapshot& snap,
+                                         const std::string& db, Db* state,
+                                         peer::v1::ChangeBatch* out) {
+  storage::v1::CopyPosition& copy = *state->copy;
+  // A resumed copy whose tail the log no longer holds starts over (R7, R12).
+  if (copy.target_seq() < node_->log->TrimmedThrough(db)) {
+    StartCopy(snap, db, state);
+  }
+  const std::vector<catalog::TableRef> tables = CopyTables(snap, db);
+  size_t bytes = 0;
+  auto t = std::lower_bound(
+      tables.begin(), tables.end(), copy.table(),
+      [](const catalog::TableRef& def, const std::string& name) { return def->name() < name; });
+  for (; t != tables.end(); ++t) {
+    if ((*t)->name() != copy.table()) {
+      copy.set_table((*t)->name());  // the next table, from its first row
+      copy.clear_after_key();
+    }
+    std::string after = copy.after_key();
+    const size_t before = static_cast<size_t>(out->entries_size());
+    CAIRN_ASSIGN_OR_RETURN(bool exhausted, CopyRows(**t, &after, out, &bytes));
+    copy.set_rows_done(copy.rows_done() + (static_cast<size_t>(out->entries_size()) - before));
+    copy.set_after_key(after);
+    if (!exhausted) break;
+    // Table done: the next one starts after this name.
+    copy.set_table((*t)->name() + std::string(1, '\0'));
+    copy.clear_after_key();
+  }
+  out->set_database(db);
+  out->set_head_seq(node_->log->CommittedSeq(db));
+  if (t == tables.end()) {
+    copy.set_done(true);
+    spdlog::info("[{}] full copy of '{}' sent: {} row(s)", node_->records->node_name(), db,
+                 copy.rows_done());
+  }
+  *out->mutable_copy() = copy;
+  if (copy.done()) {
+    state->sent_seq = copy.target_seq();
+    state->copy.reset();
+  }
+  return true;
+}
+
+absl::StatusOr<bool> LogSender::NextLog(const catalog::CatalogSnapshot& snap, const std::string& db,
+                                        Db* state, peer::v1::ChangeBatch* out) {
+  const uint64_t committed = node_->log->CommittedSeq(db);
+  if (committed <= state->sent_seq) return false;
+  const uint64_t from = state->sent_seq + 1;
+  if (from <= node_->log->TrimmedThrough(db)) {
+    // The peer's cursor fell out of retention (R12): a full copy instead (R7).
+    spdlog::warn("[{}] a peer's cursor in '{}' ({}) is older than the retained log; full copy",
+                 node_->records->node_name(), db, state->sent_seq);
+    StartCopy(snap, db, state);
+    return NextCopy(snap, db, state, out);
+  }
+  // Read entries (from, committed], then the rows they name in one MultiGet. The log holds no
+  // bodies: an entry whose row has another version now was superseded by a later entry of
+  // the same key (which this stream also carries) and is skipped.
+  std::vector<ChangeEntry> entries;
+  std::vector<std::string> keys;
+  uint64_t last = from - 1;
+  {
+    auto it =
+        node_->engine->NewIterator(Cf::kChangeLog, nullptr, storage::LogKey(db, committed + 1));
+    size_t scanned = 0;  // bounds the work of a batch whose entries are mostly skipped
+    for (it->Seek(ToSlice(storage::LogKey(db, from)));
+         it->Valid() && entries.size() < limits_.max_entries && scanned < 8 * limits_.max_entries;
+         it->Next(), ++scanned) {
+      last = storage::GetBigEndian64(View(it->key()).substr(db.size() + 1));
+      ChangeEntry e;
+      if (!e.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) continue;
+      auto def = snap.FindTable(db, e.table());
+      // Dropped since, node-local (C11) or excluded (R11): not sent.
+      if (!def.ok() || !(*def)->replicate() || Excluded(db, e.table())) continue;
+      keys.push_back(storage::RecordKey((*def)->generation_id(), e.key()));
+      entries.push_back(std::move(e));
+    }
+    CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
+    if (!it->Valid()) {
+      CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
+      last = committed;  // the rest up to the watermark are gaps (R5)
+    }
+  }
+  if (from <= node_->log->TrimmedThrough(db)) {
+    // Trimmed while we read: what we read may have holes. Start over as a full copy.
+    StartCopy(snap, db, state);
+    return NextCopy(snap, db, state, out);
+  }
+  std::vector<rocksdb::Slice> slices;
+  slices.reserve(keys.size());
+  for (const std::string& k : keys) slices.push_back(ToSlice(k));
+  std::vector<rocksdb::PinnableSlice> values(keys.size());
+  std::vector<rocksdb::Status> statuses(keys.size());
+  if (!keys.empty()) {
+    node_->engine->db()->MultiGet(rocksdb::ReadOptions(), node_->engine->cf(Cf::kRecords),
+                                  keys.size(), slices.data(), values.data(), statuses.data());
+  }
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (statuses[i].IsNotFound()) continue;
+    CAIRN_RETURN_IF_ERROR(storage::FromRocks(statuses[i]));
+    StoredRecord rec;
+    if (!rec.ParseFromArray(values[i].data(), static_cast<int>(values[i].size())) ||
+        rec.version() != entries[i].version() || rec.origin() != entries[i].origin()) {
+      continue;  // superseded
+    }
+    const std::string pk = entries[i].key();
+    RowEntry(entries[i].table(), pk, &rec, out->add_entries());
+  }
+  out->set_database(db);
+  out->set_last_seq(last);
+  out->set_head_seq(committed);
+  state->sent_seq = last;
+  return true;
+}
+
+absl::StatusOr<bool> LogSender::NextRefetch(const catalog::CatalogSnapshot& snap,
+                                            peer::v1::ChangeBatch* out) {
+  Refetch& r = refetch_.front();
+  out->set_database(r.db);
+  out->mutable_refetch()->set_database(r.db);
+  out->mutable_refetch()->set_table(r.table);
+  auto def = snap.FindTable(r.db, r.table);
+  bool exhausted = true;
+  if (def.ok() && (*def)->replicate() && !Excluded(r.db, r.table)) {
+    size_t bytes = 0;
+    CAIRN_ASSIGN_OR_RETURN(exhausted, CopyRows(**def, &r.after_key, out, &bytes));
+  }
+  out->set_head_seq(node_->log->CommittedSeq(r.db));
+  if (exhausted) {
+    out->set_refetch_done(true);
+    refetch_.pop_front();
+  }
+  return true;
+}
+
+absl::StatusOr<bool> LogSender::Next(const catalog::CatalogSnapshot& snap,
+                                     peer::v1::ChangeBatch* out) {
+  if (!subscribed_) return false;
+  // Databases the peer has not heard of get a full copy (R7): every database this node
+  // describes (SchemaDatabases) and every one it has logged.
+  for (const std::string& db : SchemaDatabases(snap)) dbs_.try_emplace(db);
+  for (const std::string& db : node_->log->Databases()) dbs_.try_emplace(db);
+  // Round robin, starting after the database served last.
+  auto start = dbs_.upper_bound(last_db_);
+  for (size_t n = 0; n < dbs_.size(); ++n, ++start) {
+    if (start == dbs_.end()) start = dbs_.begin();
+    const std::string& db = start->first;
+    Db& state = start->second;
+    if (!state.started) StartCopy(snap, db, &state);
+    bool produced = false;
+    if (state.copy.has_value()) {
+      CAIRN_ASSIGN_OR_RETURN(produced, NextCopy(snap, db, &state, out));
+    } else {
+      CAIRN_ASSIGN_OR_RETURN(produced, NextLog(snap, db, &state, out));
+    }
+    if (produced) {
+      last_db_ = db;
+      return true;
+    }
+  }
+  if (!refetch_.empty()) return NextRefetch(snap, out);
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ReceiverState
+
+ReceiverState::ReceiverState(catalog::LocalNode* node, std::string peer, uint64_t peer_log_id,
+                             Exclusions exclusions)
+    : node_(node),
+      peer_(std::move(peer)),
+      peer_log_id_(peer_log_id),
+      exclusions_(std::move(exclusions)) {}
+
+absl::StatusOr<peer::v1::Subscribe> ReceiverState::BuildSubscribe() const {
+  peer::v1::Subscribe sub;
+  const std::string prefix = storage::CursorPrefix(peer_);
+  auto it = node_->engine->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(prefix));
+  for (it->Seek(ToSlice(prefix)); it->Valid(); it->Next()) {
+    storage::v1::ReplicaCursor cursor;
+    if (!cursor.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+      continue;
+    }
+    // A cursor into another log (the peer's directory was replaced) is worthless: copy.
+    if (cursor.log_id() != peer_log_id_) continue;
+    peer::v1::DbCursor* c = sub.add_cursors();
+    c->set_database(std::string(View(it->key()).substr(prefix.size())));
+    c->set_seq(cursor.seq());
+    if (cursor.has_copy()) *c->mutable_copy() = cursor.copy();
+  }
+  CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
+  for (const std::string& t : exclusions_.List()) sub.add_exclude(t);
+  const std::string refetch_prefix(storage::kRefetchPrefix);
+  auto r = node_->engine->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(refetch_prefix));
+  for (r->Seek(ToSlice(refetch_prefix)); r->Valid(); r->Next()) {
+    // "refetch/<db>/<table>\0<peer>"
+    const absl::string_view name = View(r->key()).substr(refetch_prefix.size());
+    const size_t slash = name.find('/');
+    const size_t nul = name.find('\0');
+    if (slash == absl::string_view::npos || nul == absl::string_view::npos || nul < slash ||
+        name.substr(nul + 1) != peer_) {
+      continue;
+    }
+    peer::v1::TableRefetch* t = sub.add_refetch();
+    t->set_database(std::string(name.substr(0, slash)));
+    t->set_table(std::string(name.substr(slash + 1, nul - slash - 1)));
+  }
+  CAIRN_RETURN_IF_ERROR(storage::FromRocks(r->status()));
+  return sub;
+}
+
+absl::Status ReceiverState::Apply(const peer::v1::ChangeBatch& batch) {
+  const std::string& db = batch.database();
+  std::vector<ChangeEntry> entries;
+  entries.reserve(batch.entries_size());
+  for (const ChangeEntry& e : batch.entries()) {
+    if (exclusions_.Excludes(db, e.table())) continue;  // R11, receiver's side
+    entries.push_back(e);
+  }
+  DbProgress& p = progress_[db];
+  // The cursor that goes into the same batch (R6). Refetch batches leave it alone.
+  std::optional<storage::v1::ReplicaCursor> cursor;
+  if (!batch.has_refetch()) {
+    cursor.emplace();
+    cursor->set_log_id(peer_log_id_);
+    if (batch.has_copy() && !batch.copy().done()) {
+      *cursor->mutable_copy() = batch.copy();
+    } else {
+      cursor->set_seq(batch.has_copy() ? batch.copy().target_seq() : batch.last_seq());
+    }
+  }
+  auto extra = [&](rocksdb::WriteBatch* wb) {
+    // why ignored (both): WriteBatch fails only beyond 4 GiB.
+    if (cursor.has_value()) {
+      wb->Put(node_->engine->cf(Cf::kMeta), ToSlice(storage::CursorKey(peer_, db)),
+              cursor->SerializeAsString())
+          .PermitUncheckedError();
+    }
+    if (batch.refetch_done()) {
+      // R14: this peer has sent everything it holds of a table asked for again.
+      wb->Delete(node_->engine->cf(Cf::kMeta),
+                 ToSlice(storage::RefetchKey(db, batch.refetch().table(), peer_)))
+          .PermitUncheckedError();
+    }
+  };
+  FaultRegistry* faults = node_->catalog->options().faults;
+  CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(faults, fault_points::kReplApplyBeforeCommit));
+  CAIRN_ASSIGN_OR_RETURN(catalog::ApplyStats stats,
+                         node_->records->ApplyPeerEntries(db, entries, extra));
+  // why ignored: the batch is committed; only crash, delay and block matter here.
+  CAIRN_FAULT(faults, fault_points::kReplApplyAfterCommit).IgnoreError();
+  if (batch.refetch_done()) {
+    spdlog::info("[{}] {}.{}: {} sent its rows again (R14)", node_->records->node_name(), db,
+                 batch.refetch().table(), peer_);
+  }
+  ++batches_;
+  entries_applied_ += stats.applied;
+  for (const ChangeEntry& e : entries) p.newest_version = std::max(p.newest_version, e.version());
+  p.head = std::max(p.head, batch.head_seq());
+  if (cursor.has_value()) {
+    if (cursor->has_copy()) {
+      if (!p.copy.has_value()) {
+        p.copy_started = absl::Now();
+        p.copy_rows_at_start = batch.copy().rows_done() - batch.entries_size();
+      }
+      p.copy = cursor->copy();
+    } else {
+      if (p.copy.has_value()) {
+        spdlog::info("[{}] full copy of '{}' from {} done: {} row(s)", node_->records->node_name(),
+                     db, peer_, batch.copy().rows_done());
+      }
+      p.copy.reset();
+      p.cursor = cursor->seq();
+    }
+  }
+  return absl::OkStatus();
+}
+
+ReceiveStats ReceiverState::Stats(absl::Time now) const {
+  ReceiveStats s;
+  s.batches = batches_;
+  s.entries_applied = entries_applied_;
+  uint64_t done = 0, total = 0, rows_since = 0;
+  absl::Time earliest = now;
+  for (const auto& [db, p] : progress_) {
+    s.cursors[db] = p.cursor;
+    if (p.head > p.cursor) s.lag_entries += p.head - p.cursor;
+    s.newest_applied_ms = std::max<int64_t>(
+        s.newest_applied_ms, static_cast<int64_t>(HybridClock::PhysicalMs(p.newest_version)));
+    if (p.copy.has_value()) {
+      s.copy_active = true;
+      done += p.copy->rows_done();
+      total += std::max(p.copy->rows_total(), p.copy->rows_done());
+      rows_since += p.copy->rows_done() - std::min(p.copy->rows_done(), p.copy_rows_at_start);
+      earliest = std::min(earliest, p.copy_started);
+    }
+  }
+  if (s.copy_active) {
+    // Done rows over the sender's count at the start; never 100 before the copy ends.
+    s.copy_percent = total == 0 ? 0 : std::min(99.9, 100.0 * done / total);
+    const double secs = absl::ToDoubleSeconds(now - earliest);
+    s.copy_rows_per_s = secs > 0 ? rows_since / secs : 0;
+  }
+  return s;
+}
+
+}  // namespace cairn::replication

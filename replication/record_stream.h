@@ -1,0 +1,145 @@
+// Record change streams (SPEC R5-R8, R11, R12, R14, D5, D7): both halves of one direction of
+// a link, with no network in them. LinkSession moves their messages.
+//
+//   LogSender      (this node -> peer) turns the peer's Subscribe into ChangeBatches: a
+//                  full copy of a database the peer has no usable cursor for (R7), then this
+//                  node's change log from the cursor on (R5), and merging copies of single
+//                  tables the peer asks for again (R14 refetch).
+//   ReceiverState  (peer -> this node) builds the Subscribe from this node's stored cursors
+//                  and applies each ChangeBatch together with its cursor in one WriteBatch
+//                  (R6), so a crash at any point resumes exactly where the batch left off.
+//
+// Crash semantics, receiver side: a batch is applied, logged for relay, and its cursor moved,
+// all in one WriteBatch; before it commits nothing of it happened, after it everything did.
+// A resubscription starts after the last committed cursor. A batch that arrives twice (never,
+// with one claimed subscription per peer, but cheaply so) is made of identity ties (D5).
+//
+// Neither class is thread-safe: each is owned by one LinkSession and used by one thread.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/btree_map.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "cairn/peer/v1/peer.pb.h"
+#include "catalog/local_node.h"
+#include "replication/schema_sync.h"
+
+namespace cairn::replication {
+
+struct StreamLimits {
+  size_t max_entries = 1000;   // per ChangeBatch
+  size_t max_bytes = 1 << 20;  // of record bodies per ChangeBatch (a bigger row goes alone)
+};
+
+class LogSender {
+ public:
+  // `exclusions`: the route's (R11, sender's side).
+  LogSender(catalog::LocalNode* node, Exclusions exclusions, StreamLimits limits = {});
+
+  // Starts serving the peer's subscription: cursors it can serve stream from there; the
+  // others (and every database it has no cursor for) get a full copy first.
+  void Subscribe(const peer::v1::Subscribe& subscribe);
+  bool subscribed() const { return subscribed_; }
+
+  // Fills `out` with the next batch of some database that has work (round robin), read
+  // against `snap` — whose tables the peer must already have been sent (the caller sends
+  // DB_SCHEMA of a snapshot at least this new first). False when there is nothing to send.
+  absl::StatusOr<bool> Next(const catalog::CatalogSnapshot& snap, peer::v1::ChangeBatch* out);
+
+  // What the peer has acknowledged, per database (cluster_status, the sender's view).
+  void Acked(const peer::v1::ChangeBatch& batch);
+
+ private:
+  struct Db {
+    uint64_t sent_seq = 0;                          // log position sent through
+    std::optional<storage::v1::CopyPosition> copy;  // a full copy in progress
+    bool started = false;                           // copy or cursor decided
+  };
+  struct Refetch {
+    std::string db, table;
+    std::string after_key;
+  };
+
+  bool Excluded(absl::string_view db, absl::string_view table) const;
+  // The live, replicating, not excluded tables of `db`, in name order.
+  std::vector<catalog::TableRef> CopyTables(const catalog::CatalogSnapshot& snap,
+                                            const std::string& db) const;
+  void StartCopy(const catalog::CatalogSnapshot& snap, const std::string& db, Db* state);
+  // Appends rows of `def` after `*after_key` until the batch is full; true when the table
+  // is exhausted. Advances *after_key.
+  absl::StatusOr<bool> CopyRows(const catalog::TableDef& def, std::string* after_key,
+                                peer::v1::ChangeBatch* out, size_t* bytes);
+  absl::StatusOr<bool> NextCopy(const catalog::CatalogSnapshot& snap, const std::string& db,
+                                Db* state, peer::v1::ChangeBatch* out);
+  absl::StatusOr<bool> NextLog(const catalog::CatalogSnapshot& snap, const std::string& db,
+                               Db* state, peer::v1::ChangeBatch* out);
+  absl::StatusOr<bool> NextRefetch(const catalog::CatalogSnapshot& snap,
+                                   peer::v1::ChangeBatch* out);
+
+  catalog::LocalNode* const node_;
+  Exclusions exclusions_;
+  const StreamLimits limits_;
+  bool subscribed_ = false;
+  absl::btree_map<std::string, Db> dbs_;
+  std::deque<Refetch> refetch_;
+  std::string last_db_;  // round robin position
+};
+
+// What the receiver side reports per peer (cluster_status).
+struct ReceiveStats {
+  uint64_t lag_entries = 0;
+  int64_t newest_applied_ms = 0;         // physical time of the newest version last applied
+  int64_t LagMs(absl::Time now) const {  // 0 when caught up
+    return lag_entries == 0 ? 0 : std::max<int64_t>(0, absl::ToUnixMillis(now) - newest_applied_ms);
+  }
+  bool copy_active = false;
+  double copy_percent = 0;
+  double copy_rows_per_s = 0;
+  uint64_t batches = 0;
+  uint64_t entries_applied = 0;
+  absl::btree_map<std::string, uint64_t> cursors;  // last applied seq per database
+};
+
+class ReceiverState {
+ public:
+  ReceiverState(catalog::LocalNode* node, std::string peer, uint64_t peer_log_id,
+                Exclusions exclusions);
+
+  // The Subscribe for this peer: stored cursors taken against its current log id, the
+  // route's exclusions, and the tables this node must fetch again from it (R14).
+  absl::StatusOr<peer::v1::Subscribe> BuildSubscribe() const;
+
+  // Applies one batch and its cursor in one WriteBatch (R6). Entries of tables the route
+  // excludes are dropped (R11, receiver's side). An error leaves nothing of the batch applied
+  // (TABLE_NOT_FOUND: the table's schema has not been applied here yet; retry).
+  absl::Status Apply(const peer::v1::ChangeBatch& batch);
+
+  ReceiveStats Stats(absl::Time now) const;
+
+ private:
+  struct DbProgress {
+    uint64_t cursor = 0;
+    uint64_t head = 0;
+    uint64_t newest_version = 0;  // of the entries last applied (lag_ms)
+    std::optional<storage::v1::CopyPosition> copy;
+    absl::Time copy_started;
+    uint64_t copy_rows_at_start = 0;
+  };
+
+  catalog::LocalNode* const node_;
+  const std::string peer_;
+  const uint64_t peer_log_id_;
+  const Exclusions exclusions_;
+  absl::btree_map<std::string, DbProgress> progress_;
+  uint64_t batches_ = 0;
+  uint64_t entries_applied_ = 0;
+};
+
+}  // namespace cairn::replication
