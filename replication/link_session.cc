@@ -20,6 +20,7 @@ LinkSession::LinkSession(Cluster* cluster, std::unique_ptr<LinkStream> stream, s
 void LinkSession::CatalogChanged() {
   absl::MutexLock lock(&mu_);
   dirty_ = true;
+  refetch_check_ = true;
 }
 
 void LinkSession::NotifyCommit() {
@@ -73,7 +74,7 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
         absl::Condition(
             +[](LinkSession* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
               return s->done_ || (s->peer_schema_ && s->dirty_) || !s->outbox_.empty() ||
-                     s->ack_due_ || s->subscribe_.has_value() ||
+                     s->ack_due_ || s->subscribe_.has_value() || !s->refetch_in_.empty() ||
                      (s->serving_ && s->data_hint_ && s->sent_no_ - s->acked_no_ < kWindow);
             },
             this),
@@ -91,7 +92,13 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
       sender->Subscribe(*subscribe_);
       subscribe_.reset();
       serving_ = true;
+      dirty_ = true;  // a fresh DB_SCHEMA round before the first batch
     }
+    for (const peer::v1::Refetch& r : refetch_in_) {
+      sender->Refetch(r);
+      dirty_ = true;  // R14: the peer needs our current definitions before the rows
+    }
+    refetch_in_.clear();
     schema_due = peer_schema_ && dirty_;
     dirty_ = false;
     data_hint_ = false;  // a commit from here on sets it again
@@ -113,8 +120,12 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
     *schema_version = snap->version;
   }
   if (!sender->subscribed()) return true;
-  // Batches read against `snap`, whose every table the peer now has (R5 after R3).
+  // Batches read against `snap`, whose every table the peer now has (R5 after R3). Each
+  // batch is read before the previous one is written, so that one is written with gRPC's
+  // buffer hint only when another follows (a hinted write waits for the next one).
   FaultRegistry* faults = cluster_->node()->catalog->options().faults;
+  std::optional<peer::v1::LinkMessage> ready;
+  bool full = true;
   for (uint64_t n = 0; n < window; ++n) {
     peer::v1::LinkMessage m;
     absl::StatusOr<bool> produced = sender->Next(*snap, m.mutable_change_batch());
@@ -123,16 +134,23 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
                     produced.status().ToString());
       return false;
     }
-    if (!*produced) return true;
+    if (!*produced) {
+      full = false;
+      break;
+    }
+    if (ready.has_value() && !stream_->Write(*ready, /*more_follows=*/true)) return false;
     if (!CAIRN_FAULT(faults, fault_points::kReplSendBatch).ok()) return false;
     {
       absl::MutexLock lock(&mu_);
       m.mutable_change_batch()->set_batch_no(++sent_no_);
     }
-    if (!stream_->Write(m, /*more_follows=*/n + 1 < window)) return false;
+    ready = std::move(m);
   }
-  absl::MutexLock lock(&mu_);
-  data_hint_ = true;  // the window filled: there may be more once it opens
+  if (ready.has_value() && !stream_->Write(*ready)) return false;
+  if (full) {
+    absl::MutexLock lock(&mu_);
+    data_hint_ = true;  // the window filled: there may be more once it opens
+  }
   return true;
 }
 
@@ -235,12 +253,28 @@ void LinkSession::ApplierLoop() {
     {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
-          +[](LinkSession* s)
-               ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) { return s->done_ || !s->inbox_.empty(); },
+          +[](LinkSession* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
+            return s->done_ || !s->inbox_.empty() || s->refetch_check_;
+          },
           this));
       if (done_) break;
-      batch = std::move(inbox_.front());
-      inbox_.pop_front();
+      if (refetch_check_ || inbox_.empty()) {
+        refetch_check_ = false;
+        batch.Clear();
+      } else {
+        batch = std::move(inbox_.front());
+        inbox_.pop_front();
+      }
+    }
+    if (batch.batch_no() == 0) {
+      // The catalog changed: a marker may have retired a generation that held this peer's
+      // newer rows (R14). Ask for them on this link now, not at the next reconnect.
+      absl::StatusOr<peer::v1::Refetch> refetch = receiver.NewRefetches();
+      if (refetch.ok() && refetch->tables_size() > 0) {
+        absl::MutexLock lock(&mu_);
+        *outbox_.emplace_back().mutable_refetch() = std::move(*refetch);
+      }
+      continue;
     }
     if (!ApplyWithRetry(&receiver, batch)) break;
     absl::MutexLock lock(&mu_);
@@ -295,6 +329,11 @@ absl::Status LinkSession::Run() {
         absl::MutexLock lock(&mu_);
         // Only a subscriber gets batches; the sender's window bounds the inbox (R12).
         if (subscribed_) inbox_.push_back(std::move(*m.mutable_change_batch()));
+        break;
+      }
+      case peer::v1::LinkMessage::kRefetch: {
+        absl::MutexLock lock(&mu_);
+        refetch_in_.push_back(std::move(*m.mutable_refetch()));
         break;
       }
       case peer::v1::LinkMessage::kAck: {

@@ -122,8 +122,10 @@ class LinkSession {
 
   // Records, sending side.
   std::optional<peer::v1::Subscribe> subscribe_ ABSL_GUARDED_BY(mu_);  // the peer's, unserved
-  bool serving_ ABSL_GUARDED_BY(mu_) = false;   // the peer subscribed on this link
-  bool data_hint_ ABSL_GUARDED_BY(mu_) = true;  // maybe something to send
+  std::vector<peer::v1::Refetch> refetch_in_ ABSL_GUARDED_BY(mu_);     // the peer's, unserved
+  bool refetch_check_ ABSL_GUARDED_BY(mu_) = false;  // the catalog changed: new refetches?
+  bool serving_ ABSL_GUARDED_BY(mu_) = false;        // the peer subscribed on this link
+  bool data_hint_ ABSL_GUARDED_BY(mu_) = true;       // maybe something to send
   uint64_t sent_no_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t acked_no_ ABSL_GUARDED_BY(mu_) = 0;
 };

@@ -62,7 +62,13 @@ void LogSender::Subscribe(const peer::v1::Subscribe& subscribe) {
     }
   }
   for (const peer::v1::TableRefetch& r : subscribe.refetch()) {
-    refetch_.push_back(Refetch{r.database(), r.table(), ""});
+    refetch_.push_back(TableCopy{r.database(), r.table(), ""});
+  }
+}
+
+void LogSender::Refetch(const peer::v1::Refetch& refetch) {
+  for (const peer::v1::TableRefetch& r : refetch.tables()) {
+    refetch_.push_back(TableCopy{r.database(), r.table(), ""});
   }
 }
 
@@ -240,7 +246,7 @@ absl::StatusOr<bool> LogSender::NextLog(const catalog::CatalogSnapshot& snap, co
 
 absl::StatusOr<bool> LogSender::NextRefetch(const catalog::CatalogSnapshot& snap,
                                             peer::v1::ChangeBatch* out) {
-  Refetch& r = refetch_.front();
+  TableCopy& r = refetch_.front();
   out->set_database(r.db);
   out->mutable_refetch()->set_database(r.db);
   out->mutable_refetch()->set_table(r.table);
@@ -297,7 +303,7 @@ ReceiverState::ReceiverState(catalog::LocalNode* node, std::string peer, uint64_
       peer_log_id_(peer_log_id),
       exclusions_(std::move(exclusions)) {}
 
-absl::StatusOr<peer::v1::Subscribe> ReceiverState::BuildSubscribe() const {
+absl::StatusOr<peer::v1::Subscribe> ReceiverState::BuildSubscribe() {
   peer::v1::Subscribe sub;
   const std::string prefix = storage::CursorPrefix(peer_);
   auto it = node_->engine->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(prefix));
@@ -315,23 +321,33 @@ absl::StatusOr<peer::v1::Subscribe> ReceiverState::BuildSubscribe() const {
   }
   CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
   for (const std::string& t : exclusions_.List()) sub.add_exclude(t);
-  const std::string refetch_prefix(storage::kRefetchPrefix);
-  auto r = node_->engine->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(refetch_prefix));
-  for (r->Seek(ToSlice(refetch_prefix)); r->Valid(); r->Next()) {
+  CAIRN_ASSIGN_OR_RETURN(peer::v1::Refetch refetch, NewRefetches());
+  *sub.mutable_refetch() = std::move(*refetch.mutable_tables());
+  return sub;
+}
+
+absl::StatusOr<peer::v1::Refetch> ReceiverState::NewRefetches() {
+  peer::v1::Refetch out;
+  const std::string prefix(storage::kRefetchPrefix);
+  auto r = node_->engine->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(prefix));
+  for (r->Seek(ToSlice(prefix)); r->Valid(); r->Next()) {
     // "refetch/<db>/<table>\0<peer>"
-    const absl::string_view name = View(r->key()).substr(refetch_prefix.size());
+    const absl::string_view name = View(r->key()).substr(prefix.size());
     const size_t slash = name.find('/');
     const size_t nul = name.find('\0');
     if (slash == absl::string_view::npos || nul == absl::string_view::npos || nul < slash ||
         name.substr(nul + 1) != peer_) {
       continue;
     }
-    peer::v1::TableRefetch* t = sub.add_refetch();
-    t->set_database(std::string(name.substr(0, slash)));
-    t->set_table(std::string(name.substr(slash + 1, nul - slash - 1)));
+    std::pair<std::string, std::string> id(name.substr(0, slash),
+                                           name.substr(slash + 1, nul - slash - 1));
+    if (!refetch_asked_.insert(id).second) continue;
+    peer::v1::TableRefetch* t = out.add_tables();
+    t->set_database(id.first);
+    t->set_table(id.second);
   }
   CAIRN_RETURN_IF_ERROR(storage::FromRocks(r->status()));
-  return sub;
+  return out;
 }
 
 absl::Status ReceiverState::Apply(const peer::v1::ChangeBatch& batch) {
@@ -375,6 +391,7 @@ absl::Status ReceiverState::Apply(const peer::v1::ChangeBatch& batch) {
   // why ignored: the batch is committed; only crash, delay and block matter here.
   CAIRN_FAULT(faults, fault_points::kReplApplyAfterCommit).IgnoreError();
   if (batch.refetch_done()) {
+    refetch_asked_.erase({db, batch.refetch().table()});
     spdlog::info("[{}] {}.{}: {} sent its rows again (R14)", node_->records->node_name(), db,
                  batch.refetch().table(), peer_);
   }

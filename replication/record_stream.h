@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/container/btree_map.h"
+#include "absl/container/btree_set.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cairn/peer/v1/peer.pb.h"
@@ -53,8 +54,8 @@ class LogSender {
   // DB_SCHEMA of a snapshot at least this new first). False when there is nothing to send.
   absl::StatusOr<bool> Next(const catalog::CatalogSnapshot& snap, peer::v1::ChangeBatch* out);
 
-  // What the peer has acknowledged, per database (cluster_status, the sender's view).
-  void Acked(const peer::v1::ChangeBatch& batch);
+  // R14: the peer asks again for every row of these tables (queued behind earlier ones).
+  void Refetch(const peer::v1::Refetch& refetch);
 
  private:
   struct Db {
@@ -62,7 +63,7 @@ class LogSender {
     std::optional<storage::v1::CopyPosition> copy;  // a full copy in progress
     bool started = false;                           // copy or cursor decided
   };
-  struct Refetch {
+  struct TableCopy {
     std::string db, table;
     std::string after_key;
   };
@@ -88,7 +89,7 @@ class LogSender {
   const StreamLimits limits_;
   bool subscribed_ = false;
   absl::btree_map<std::string, Db> dbs_;
-  std::deque<Refetch> refetch_;
+  std::deque<TableCopy> refetch_;
   std::string last_db_;  // round robin position
 };
 
@@ -114,7 +115,10 @@ class ReceiverState {
 
   // The Subscribe for this peer: stored cursors taken against its current log id, the
   // route's exclusions, and the tables this node must fetch again from it (R14).
-  absl::StatusOr<peer::v1::Subscribe> BuildSubscribe() const;
+  absl::StatusOr<peer::v1::Subscribe> BuildSubscribe();
+  // R14: refetches stored for this peer that this link has not asked for yet (a marker
+  // retired a generation here after the link subscribed). Empty: nothing new.
+  absl::StatusOr<peer::v1::Refetch> NewRefetches();
 
   // Applies one batch and its cursor in one WriteBatch (R6). Entries of tables the route
   // excludes are dropped (R11, receiver's side). An error leaves nothing of the batch applied
@@ -138,6 +142,7 @@ class ReceiverState {
   const uint64_t peer_log_id_;
   const Exclusions exclusions_;
   absl::btree_map<std::string, DbProgress> progress_;
+  absl::btree_set<std::pair<std::string, std::string>> refetch_asked_;  // (db, table)
   uint64_t batches_ = 0;
   uint64_t entries_applied_ = 0;
 };

@@ -14,113 +14,13 @@
 #include "catalog/local_node.h"
 #include "grpcpp/grpcpp.h"
 #include "replication/schema_sync.h"
+#include "tests/replication/test_node.h"
 #include "tests/testing/testing.h"
 
 namespace cairn::replication {
 namespace {
 
-using catalog::AttributeSpec;
-using catalog::TableSpec;
 using ::testing::ElementsAre;
-
-class TestNode {
- public:
-  struct Tls {
-    std::string cert, key, ca;  // PEM
-  };
-  TestNode(std::string name, std::string dir, std::string secret, Tls tls = {})
-      : name_(std::move(name)),
-        dir_(std::move(dir)),
-        secret_(std::move(secret)),
-        tls_(std::move(tls)) {}
-  ~TestNode() { Stop(); }
-
-  // Starts (or restarts) on `port` (0: any free port, remembered for restarts).
-  void Start() {
-    catalog::LocalNodeOptions o;
-    o.name = name_;
-    o.faults = &faults_;
-    auto node = catalog::LocalNode::Open(dir_, o);
-    ASSERT_OK(node);
-    node_ = std::move(*node);
-    ClusterOptions co;
-    co.node_name = name_;
-    co.secret = secret_;
-    co.backoff_initial = absl::Milliseconds(20);
-    co.backoff_max = absl::Milliseconds(200);
-    co.forward_timeout = absl::Seconds(2);
-    co.peers = routes_;
-    co.tls_cert = tls_.cert;
-    co.tls_key = tls_.key;
-    co.tls_ca = tls_.ca;
-    cluster_ = std::make_unique<Cluster>(node_.get(), co);
-    grpc::ServerBuilder builder;
-    builder.RegisterService(cluster_->service());
-    Cluster::ConfigureServer(&builder);
-    int bound = 0;
-    builder.AddListeningPort(absl::StrCat("127.0.0.1:", port_), cluster_->ServerCredentials(),
-                             &bound);
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    ASSERT_NE(bound, 0);
-    port_ = bound;
-    ASSERT_OK(cluster_->Start());
-  }
-
-  void Stop() {
-    if (cluster_ == nullptr) return;
-    cluster_->Stop();
-    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-    server_.reset();
-    cluster_.reset();
-    node_.reset();
-  }
-
-  // A route to `other` (kept across restarts).
-  void Route(const TestNode& other, Exclusions exclude = {}) {
-    PeerRoute r{other.name_, other.address(), std::move(exclude)};
-    routes_.push_back(r);
-    if (cluster_ != nullptr) {
-      ASSERT_OK(cluster_->AddPeer(r));
-    }
-  }
-
-  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
-  const std::string& name() const { return name_; }
-  catalog::Catalog& catalog() { return *node_->catalog; }
-  catalog::RecordStore& records() { return *node_->records; }
-  Cluster& cluster() { return *cluster_; }
-  FaultRegistry& faults() { return faults_; }
-  Hlc node_hlc_now() { return node_->hlc->Now(); }
-  catalog::TableRef Table(const std::string& db, const std::string& t) {
-    auto def = node_->catalog->Snapshot()->FindTable(db, t);
-    return def.ok() ? *def : nullptr;
-  }
-  std::vector<std::string> Attributes(const std::string& db, const std::string& t) {
-    std::vector<std::string> out;
-    if (auto def = Table(db, t)) {
-      for (const auto& a : def->attributes()) out.push_back(a.name);
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-  PeerStatus StatusOf(const std::string& peer) {
-    for (PeerStatus& p : cluster_->Status()) {
-      if (p.name == peer) return p;
-    }
-    return {};
-  }
-
- private:
-  std::string name_, dir_, secret_;
-  Tls tls_;
-  FaultRegistry faults_;
-  int port_ = 0;
-  std::vector<PeerRoute> routes_;
-  std::unique_ptr<catalog::LocalNode> node_;
-  std::unique_ptr<Cluster> cluster_;
-  std::unique_ptr<grpc::Server> server_;
-};
 
 // A Link call made by hand, as a peer named `claimed` (with the test secret), that has sent a
 // Hello naming `hello_name`.
@@ -143,19 +43,6 @@ struct RawLink {
       stream;
   bool hello_sent = false;
 };
-
-TableSpec Spec(const std::string& db, const std::string& t, std::vector<std::string> attributes,
-               bool replicate = true) {
-  TableSpec s;
-  s.database = db;
-  s.table = t;
-  s.primary_key = "id";
-  s.attributes.emplace();
-  s.attributes->push_back({"id", catalog::v1::ID, false});
-  for (const std::string& a : attributes) s.attributes->push_back({a, catalog::v1::STRING, true});
-  s.replicate = replicate;
-  return s;
-}
 
 class ClusterTest : public ::testing::Test {
  protected:

@@ -1,0 +1,325 @@
+// Record replication between in-process nodes over gRPC on loopback (SPEC R5-R8, R11, R12,
+// R14, D5, C6, C11): change streams with durable cursors, full copy, relay and catch-up.
+// Nodes converge when every node holds the same rows — key, version, origin, row generation
+// and body — of every replicated table (TableRows).
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "tests/replication/test_node.h"
+#include "tests/testing/testing.h"
+
+namespace cairn::replication {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using json = nlohmann::json;
+
+class RecordReplicationTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<TestNode> NewNode(const std::string& name) {
+    auto n = std::make_unique<TestNode>(name, dir_.Sub(name), "s3cret");
+    n->Start();
+    return n;
+  }
+  // One route, a to b: the link is symmetric, so records flow both ways.
+  static void Link(TestNode* a, TestNode* b, Exclusions exclude = {}) {
+    a->Route(*b, std::move(exclude));
+  }
+  static void Upsert(TestNode* n, const std::string& db, const std::string& table,
+                     const json& records) {
+    ASSERT_OK(n->records().Write(db, table, records, catalog::WriteMode::kUpsert));
+  }
+  static json Rows(const std::string& prefix, int from, int to, const std::string& value) {
+    json out = json::array();
+    for (int i = from; i < to; ++i) {
+      out.push_back({{"id", absl::StrCat(prefix, i)}, {"name", value}});
+    }
+    return out;
+  }
+  // Every node holds exactly what the first holds of db.table, and `count` live rows.
+  static void ExpectConverged(const std::vector<TestNode*>& nodes, const std::string& db,
+                              const std::string& table, size_t count) {
+    ASSERT_EVENTUALLY([&] {
+      const std::vector<std::string> want = TableRows(*nodes[0], db, table);
+      for (TestNode* n : nodes) {
+        ASSERT_EQ(LiveKeys(*n, db, table).size(), count) << n->name();
+        ASSERT_EQ(TableRows(*n, db, table), want)
+            << n->name() << " differs from " << nodes[0]->name();
+      }
+    });
+  }
+  // Waits until the wall clock is past `t` (an HLC): a stamp taken afterwards on any node of
+  // this process is greater, whatever the nodes' logical counters.
+  static void WaitPast(Hlc t) {
+    ASSERT_EVENTUALLY([&] {
+      ASSERT_GT(static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())),
+                HybridClock::PhysicalMs(t) + 1);
+    });
+  }
+  // (table, key, version, origin) of every entry of the node's log of `db`.
+  static std::vector<std::string> LogEntries(TestNode& n, const std::string& db) {
+    std::vector<std::string> out;
+    const std::string prefix = storage::LogPrefix(db);
+    auto it = n.local().engine->NewIterator(storage::Cf::kChangeLog, nullptr,
+                                            storage::PrefixSuccessor(prefix));
+    for (it->Seek(prefix); it->Valid(); it->Next()) {
+      storage::v1::ChangeEntry e;
+      e.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()));
+      out.push_back(
+          absl::StrCat(e.table(), "|", absl::CEscape(e.key()), "|", e.version(), "|", e.origin()));
+    }
+    return out;
+  }
+  static void ExpectNoDuplicateEntries(TestNode& n, const std::string& db) {
+    std::vector<std::string> entries = LogEntries(n, db);
+    std::sort(entries.begin(), entries.end());
+    EXPECT_EQ(std::adjacent_find(entries.begin(), entries.end()), entries.end())
+        << n.name() << " logged an entry twice (R6)";
+  }
+
+  testing::TempDir dir_;
+};
+
+// R5, R8, D5: every node of three writes, deletes and overwrites a shared key space at once;
+// all end with the same rows, versions and origins.
+TEST_F(RecordReplicationTest, R5_WritesOnEveryNodeOfThreeConverge) {
+  const uint64_t seed = testing::TestSeed();
+  auto a = NewNode("a"), b = NewNode("b"), c = NewNode("c");
+  Link(a.get(), b.get());
+  Link(b.get(), c.get());
+  Link(c.get(), a.get());
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  ASSERT_EVENTUALLY([&] {
+    ASSERT_NE(b->Table("shop", "orders"), nullptr);
+    ASSERT_NE(c->Table("shop", "orders"), nullptr);
+  });
+  auto writer = [&](TestNode* n, uint64_t s) {
+    std::mt19937_64 rng(s);
+    for (int round = 0; round < 60; ++round) {
+      json batch = json::array();
+      for (int i = 0; i < 10; ++i) {
+        batch.push_back({{"id", absl::StrCat("k", rng() % 200)},
+                         {"name", absl::StrCat(n->name(), "-", round)}});
+      }
+      EXPECT_OK(n->records().Write("shop", "orders", batch, catalog::WriteMode::kUpsert));
+      if (round % 7 == 0) {
+        EXPECT_OK(
+            n->records().Delete("shop", "orders", json::array({absl::StrCat("k", rng() % 200)})));
+      }
+    }
+  };
+  std::thread ta(writer, a.get(), seed), tb(writer, b.get(), seed + 1),
+      tc(writer, c.get(), seed + 2);
+  ta.join();
+  tb.join();
+  tc.join();
+  ASSERT_EVENTUALLY([&] {
+    const std::vector<std::string> want = TableRows(*a, "shop", "orders");
+    ASSERT_FALSE(want.empty());
+    ASSERT_EQ(TableRows(*b, "shop", "orders"), want);
+    ASSERT_EQ(TableRows(*c, "shop", "orders"), want);
+  });
+  for (TestNode* n : {a.get(), b.get(), c.get()}) {
+    ExpectNoDuplicateEntries(*n, "shop");
+    for (const char* peer : {"a", "b", "c"}) {
+      if (n->name() == peer) continue;
+      ASSERT_EVENTUALLY([&] { ASSERT_EQ(n->StatusOf(peer).lag_entries, 0u) << n->name(); });
+    }
+  }
+}
+
+// R8, R6, R7: a node that was down catches up from its stored cursors without applying
+// anything twice; then, with the origin gone, a new node gets everything from a peer that
+// only relayed it.
+TEST_F(RecordReplicationTest, R8_OfflineNodeCatchesUpAndANewNodeCopiesFromARelay) {
+  auto a = NewNode("a"), b = NewNode("b"), c = NewNode("c");
+  Link(a.get(), b.get());
+  Link(b.get(), c.get());
+  Link(c.get(), a.get());
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  Upsert(a.get(), "shop", "orders", Rows("early-", 0, 100, "x"));
+  ExpectConverged({a.get(), b.get(), c.get()}, "shop", "orders", 100);
+
+  c->Stop();
+  for (int i = 0; i < 10'000; i += 500)
+    Upsert(a.get(), "shop", "orders", Rows("k", i, i + 500, "y"));
+  c->Start();
+  ExpectConverged({a.get(), b.get(), c.get()}, "shop", "orders", 10'100);
+  ExpectNoDuplicateEntries(*c, "shop");
+  EXPECT_FALSE(c->StatusOf("a").full_copy_active);
+
+  a->Stop();
+  auto d = NewNode("d");
+  Link(d.get(), b.get());
+  ExpectConverged({b.get(), d.get()}, "shop", "orders", 10'100);
+  ASSERT_EVENTUALLY([&] {
+    PeerStatus s = d->StatusOf("b");
+    ASSERT_FALSE(s.full_copy_active);
+    ASSERT_EQ(s.lag_entries, 0u);
+    ASSERT_GT(s.cursors["shop"], 0u);
+  });
+  // Rows keep their true origin through the relay and the copy (R7, D4).
+  for (const std::string& row : TableRows(*d, "shop", "orders")) {
+    EXPECT_NE(row.find("|a|"), std::string::npos) << row;
+  }
+}
+
+// D5: both nodes overwrite the same keys at once; every node ends with the same winner, the
+// greater (version, origin).
+TEST_F(RecordReplicationTest, D5_ConflictingWritesEndWithTheSameWinnerEverywhere) {
+  auto a = NewNode("a"), b = NewNode("b");
+  Link(a.get(), b.get());
+  Link(b.get(), a.get());  // two links: one of them applies each direction (R6)
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  ASSERT_EVENTUALLY([&] { ASSERT_NE(b->Table("shop", "orders"), nullptr); });
+  auto writer = [&](TestNode* n) {
+    for (int round = 0; round < 20; ++round) {
+      EXPECT_OK(n->records().Write("shop", "orders",
+                                   Rows("k", 0, 50, absl::StrCat(n->name(), round)),
+                                   catalog::WriteMode::kUpsert));
+    }
+  };
+  std::thread ta(writer, a.get()), tb(writer, b.get());
+  ta.join();
+  tb.join();
+  ExpectConverged({a.get(), b.get()}, "shop", "orders", 50);
+  ExpectNoDuplicateEntries(*a, "shop");
+  ExpectNoDuplicateEntries(*b, "shop");
+}
+
+// C6, C8, D7: a table dropped and recreated while a peer is away. The peer's rows of the old
+// generation — including those it wrote while away — never reach the new generation, and the
+// new generation's rows reach the peer.
+TEST_F(RecordReplicationTest, C6_DropAndRecreateWhileAPeerIsAwayKeepsOnlyTheNewRows) {
+  auto a = NewNode("a"), b = NewNode("b");
+  Link(a.get(), b.get());
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  Upsert(a.get(), "shop", "orders", Rows("old-", 0, 50, "x"));
+  ExpectConverged({a.get(), b.get()}, "shop", "orders", 50);
+
+  b->Isolate();
+  Upsert(b.get(), "shop", "orders", Rows("away-", 0, 20, "b"));  // into the old generation
+  ASSERT_OK(a->catalog().DropTable("shop", "orders"));
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  Upsert(a.get(), "shop", "orders", Rows("new-", 0, 30, "y"));
+  b->Start();
+  ExpectConverged({a.get(), b.get()}, "shop", "orders", 30);
+  EXPECT_EQ(b->Table("shop", "orders")->created_time(), a->Table("shop", "orders")->created_time());
+  for (const std::string& key : LiveKeys(*b, "shop", "orders")) {
+    EXPECT_EQ(key.rfind("\"new-", 0), 0u) << key;
+  }
+}
+
+// C11, R11: rows of a node-local table and of an excluded table never reach another node,
+// neither by the stream nor by a full copy to a new node; an excluding subscriber never
+// asks for them.
+TEST_F(RecordReplicationTest, C11_R11_NodeLocalAndExcludedRowsStayHome) {
+  auto a = NewNode("a"), b = NewNode("b");
+  Exclusions secret;
+  secret.Add("shop", "secret");
+  Link(a.get(), b.get(), secret);  // a neither sends nor accepts shop.secret on this route
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "local", {"name"}, /*replicate=*/false)));
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "secret", {"name"})));
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  Upsert(a.get(), "shop", "local", Rows("l", 0, 10, "x"));
+  Upsert(a.get(), "shop", "secret", Rows("s", 0, 10, "x"));
+  Upsert(a.get(), "shop", "orders", Rows("o", 0, 10, "x"));  // logged after the others
+  ExpectConverged({a.get(), b.get()}, "shop", "orders", 10);
+  EXPECT_EQ(b->Table("shop", "local"), nullptr);
+  EXPECT_EQ(b->Table("shop", "secret"), nullptr);
+
+  auto c = NewNode("c");
+  Link(c.get(), a.get(), secret);  // c, the subscriber, does not ask for shop.secret
+  ExpectConverged({a.get(), c.get()}, "shop", "orders", 10);
+  EXPECT_EQ(c->Table("shop", "local"), nullptr);
+  EXPECT_THAT(LiveKeys(*c, "shop", "secret"), IsEmpty());
+}
+
+// R7, D5: a full copy merges. The receiver keeps its newer versions and the rows only it
+// has; the sender gets them in turn.
+TEST_F(RecordReplicationTest, R7_FullCopyKeepsNewerRowsAndRowsOnlyTheReceiverHas) {
+  auto a = NewNode("a"), b = NewNode("b");
+  // The same table created on both before they ever talk: one table (C8, no marker).
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  ASSERT_OK(b->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  Upsert(a.get(), "shop", "orders", Rows("k", 0, 50, "from-a"));
+  WaitPast(a->node_hlc_now());
+  Upsert(b.get(), "shop", "orders", Rows("k", 0, 10, "from-b"));  // newer
+  Upsert(b.get(), "shop", "orders", Rows("only-b-", 0, 5, "from-b"));
+  Link(a.get(), b.get());
+  ExpectConverged({a.get(), b.get()}, "shop", "orders", 55);
+  for (TestNode* n : {a.get(), b.get()}) {
+    int from_b = 0;
+    ASSERT_OK(n->records().SearchByValue("shop", "orders", "name", "from-b", {},
+                                         [&](const json&) { return ++from_b, true; }));
+    EXPECT_EQ(from_b, 15) << n->name();
+  }
+}
+
+// R12, R7: a peer whose cursor fell out of the log's retention gets a full copy instead.
+TEST_F(RecordReplicationTest, R12_APeerBehindTheRetainedLogGetsAFullCopy) {
+  auto a = std::make_unique<TestNode>("a", dir_.Sub("a"), "s3cret");
+  a->set_log_retention_entries(100);
+  a->Start();
+  auto b = NewNode("b");
+  Link(a.get(), b.get());
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  Upsert(a.get(), "shop", "orders", Rows("k", 0, 50, "x"));
+  ExpectConverged({a.get(), b.get()}, "shop", "orders", 50);
+  b->Isolate();
+  for (int i = 50; i < 1050; i += 100)
+    Upsert(a.get(), "shop", "orders", Rows("k", i, i + 100, "y"));
+  ASSERT_EVENTUALLY([&] { ASSERT_GE(a->local().log->TrimmedThrough("shop"), 900u); });
+  b->Start();
+  ExpectConverged({a.get(), b.get()}, "shop", "orders", 1050);
+}
+
+// R14 (and C8's converse): a drop seen by one node (A), a recreate on a second (C) that never
+// saw it, relayed through a third (B) that missed both. B's old generation, holding C's newer
+// rows, is retired by A's marker: B must fetch C's rows again. C purges the old generation's
+// rows it received from B. Every node ends with C's generation and exactly C's rows.
+TEST_F(RecordReplicationTest, R14_NothingNewerDiesWithARetiredGeneration) {
+  auto a = NewNode("a"), b = NewNode("b"), c = NewNode("c");
+  c->Isolate();
+  Link(a.get(), b.get());
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  Upsert(a.get(), "shop", "orders", Rows("old-", 0, 20, "a"));
+  ExpectConverged({a.get(), b.get()}, "shop", "orders", 20);
+
+  b->Isolate();
+  ASSERT_OK(a->catalog().DropTable("shop", "orders"));  // only A knows
+  const Hlc dropped = a->catalog().Snapshot()->MarkerFor("shop", "orders");
+  ASSERT_GT(dropped, 0u);
+  a->Isolate();
+  WaitPast(dropped);
+
+  c->Start();
+  ASSERT_OK(c->catalog().CreateTable(Spec("shop", "orders", {"name"})));  // newer than the drop
+  Upsert(c.get(), "shop", "orders", Rows("new-", 0, 30, "c"));
+  Link(b.get(), c.get());
+  b->Start();
+  // B and C merge (no marker between their generations): B's generation now holds C's rows,
+  // and C holds B's old ones.
+  ASSERT_EVENTUALLY([&] {
+    ASSERT_EQ(LiveKeys(*b, "shop", "orders").size(), 50u);
+    ASSERT_EQ(LiveKeys(*c, "shop", "orders").size(), 50u);
+  });
+  ASSERT_LT(b->Table("shop", "orders")->created_time(), dropped);
+
+  Link(a.get(), c.get());
+  a->Start();
+  ExpectConverged({a.get(), b.get(), c.get()}, "shop", "orders", 30);
+  for (TestNode* n : {a.get(), b.get(), c.get()}) {
+    EXPECT_EQ(n->Table("shop", "orders")->created_time(),
+              c->Table("shop", "orders")->created_time())
+        << n->name();
+    for (const std::string& key : LiveKeys(*n, "shop", "orders")) {
+      EXPECT_EQ(key.rfind("\"new-", 0), 0u) << n->name() << " " << key;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cairn::replication
