@@ -650,6 +650,7 @@ DropStats Catalog::drop_stats() const {
   stats.drains = drains_.load(std::memory_order_relaxed);
   stats.drain_timeouts = drain_timeouts_.load(std::memory_order_relaxed);
   stats.drain_time_total = absl::Microseconds(drain_micros_total_.load(std::memory_order_relaxed));
+  stats.rows_retired = rows_retired_.load(std::memory_order_relaxed);
   return stats;
 }
 
@@ -907,7 +908,20 @@ absl::StatusOr<PeerDropResult> Catalog::ApplyPeerDrop(absl::string_view db, absl
     CAIRN_RETURN_IF_ERROR(TombstoneLocked(*live, /*timed=*/true, dropped_time));
     generation = (*live)->generation_id();
   }
+  // The rows die with their generation (the drop is the older fact, SPEC §5): never silently.
+  uint64_t rows = 0;
+  {
+    std::string value;
+    bool found = false;
+    CAIRN_RETURN_IF_ERROR(engine_->Get(Cf::kMeta, storage::CountKey(generation), &value, &found));
+    if (found) rows = static_cast<uint64_t>(std::max<int64_t>(0, storage::DecodeCount(value)));
+  }
   CAIRN_RETURN_IF_ERROR(DrainAndFinish({generation}));
+  if (rows > 0) {
+    CountRetiredRows(rows);
+    spdlog::warn("[{}] {} row(s) of {} died with their generation, retired by a peer's drop at {}",
+                 options_.node_name, rows, Qualified(db, table), dropped_time);
+  }
   return PeerDropResult::kDropped;
 }
 

@@ -75,6 +75,9 @@ struct DropStats {
   uint64_t drains = 0;          // C9 step 2 waits that completed
   uint64_t drain_timeouts = 0;  // ... and that timed out
   absl::Duration drain_time_total;
+  // Rows that died with a generation a peer's marker retired, or were purged by one (SPEC §5
+  // "Writes into a generation retired later", cairn_rows_retired_total).
+  uint64_t rows_retired = 0;
 };
 
 struct DropResult {
@@ -138,6 +141,8 @@ class Catalog {
       absl::string_view db, Hlc dropped_time) ABSL_LOCKS_EXCLUDED(mu_);
 
   DropStats drop_stats() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Counts rows a peer's marker retired (the purge of older rows from a kept generation).
+  void CountRetiredRows(uint64_t n) { rows_retired_.fetch_add(n, std::memory_order_relaxed); }
 
   uint64_t incarnation() const { return options_.incarnation; }
   const CatalogOptions& options() const { return options_; }
@@ -212,6 +217,7 @@ class Catalog {
   std::atomic<uint64_t> drains_{0};
   std::atomic<uint64_t> drain_timeouts_{0};
   std::atomic<int64_t> drain_micros_total_{0};
+  std::atomic<uint64_t> rows_retired_{0};
 
   mutable absl::Mutex snapshot_mu_;
   SnapshotRef snapshot_ ABSL_GUARDED_BY(snapshot_mu_);  // what readers get

@@ -827,6 +827,7 @@ absl::StatusOr<uint64_t> RecordStore::PurgeRowsBefore(const TableRef& def, Hlc m
     CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
   }
   if (purged > 0) {
+    catalog_->CountRetiredRows(purged);
     spdlog::warn("[{}] purged {} row(s) of {} older than its drop at {} (C8)", options_.node_name,
                  purged, def->QualifiedName(), marker);
   }

@@ -71,6 +71,29 @@ void AddNodeMetrics(Metrics* metrics, catalog::LocalNode* node) {
       {"cairn_drop_drain_seconds_total", "Time drops spent waiting for in-flight work (C9 step 2).",
        "counter",
        [catalog] { return absl::ToDoubleSeconds(catalog->drop_stats().drain_time_total); }});
+  metrics->AddExternal(
+      {"cairn_rows_retired_total",
+       "Rows that died with a generation a peer's drop retired, or were purged by one (C8).",
+       "counter", [catalog] { return static_cast<double>(catalog->drop_stats().rows_retired); }});
+}
+
+void AddReplicationMetrics(Metrics* metrics, replication::Cluster* cluster) {
+  metrics->AddExternal(
+      {"cairn_replication_lag_entries",
+       "Change-log entries of its peers this node has not applied yet (R12), summed.", "gauge",
+       [cluster] {
+         double n = 0;
+         for (const replication::PeerStatus& p : cluster->Status()) n += p.lag_entries;
+         return n;
+       }});
+  metrics->AddExternal({"cairn_replication_full_copies_active",
+                        "Full copies (R7) this node is receiving.", "gauge", [cluster] {
+                          double n = 0;
+                          for (const replication::PeerStatus& p : cluster->Status()) {
+                            n += p.full_copy_active ? 1 : 0;
+                          }
+                          return n;
+                        }});
 }
 
 // The peer port: the Peer service (Link and Forward) of the cluster.
@@ -147,8 +170,11 @@ int Run(const NodeConfig& config) {
     for (const auto& [db, table] : p.exclude) route.exclude.Add(db, table);
     cluster_options.peers.push_back(std::move(route));
   }
+  cluster_options.log_retention_entries = config.log_retention_entries;
+  cluster_options.log_retention_age = config.log_retention_age;
   replication::Cluster cluster(node->get(), cluster_options);
   api_options.cluster = &cluster;
+  AddReplicationMetrics(&metrics, &cluster);
   OpsApi api(node->get(), api_options);
 
   HttpServerOptions http_options;

@@ -164,6 +164,14 @@ absl::Status ValidateConfig(const NodeConfig& c) {
   if (c.http_threads < 0 || c.http_threads > 4096) {
     return Error(ErrorCode::kBadRequest, "--http-threads must be between 0 (automatic) and 4096");
   }
+  if (c.log_retention_age <= absl::ZeroDuration() || c.log_retention_age > absl::Hours(24 * 7)) {
+    // The log names rows without their bodies: a logged delete must still have its tombstone.
+    return Error(ErrorCode::kBadRequest,
+                 "--log-retention-age must be positive and at most the tombstone retention, 168h");
+  }
+  if (c.log_retention_entries == 0) {
+    return Error(ErrorCode::kBadRequest, "--log-retention-entries must be positive");
+  }
   if (c.drop_drain_timeout <= absl::ZeroDuration()) {
     return Error(ErrorCode::kBadRequest, "--drop-drain-timeout must be positive");
   }
@@ -217,6 +225,13 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
                  "file holding the admin password (else env CAIRN_ADMIN_PASSWORD)");
   app.add_option("--drop-drain-timeout", drain_timeout,
                  "how long a drop waits for in-flight work (SPEC C9)")
+      ->capture_default_str();
+  app.add_option("--log-retention-entries", c.log_retention_entries,
+                 "change-log entries kept per database for lagging peers (R12)")
+      ->capture_default_str();
+  std::string retention_age = "168h";
+  app.add_option("--log-retention-age", retention_age,
+                 "how long change-log entries are kept, at most 168h (R12, D5)")
       ->capture_default_str();
   app.add_flag("--enable-test-hooks", c.enable_test_hooks, "allow fault injection operations");
   app.add_option("--fault", c.faults, "NAME=ACTION[@P|@#N] fault point (test hooks only)")
@@ -274,6 +289,10 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   if (!absl::ParseDuration(drain_timeout, &c.drop_drain_timeout)) {
     return fail(Error(ErrorCode::kBadRequest, absl::StrCat("--drop-drain-timeout '", drain_timeout,
                                                            "' is not a duration like 10s")));
+  }
+  if (!absl::ParseDuration(retention_age, &c.log_retention_age)) {
+    return fail(Error(ErrorCode::kBadRequest, absl::StrCat("--log-retention-age '", retention_age,
+                                                           "' is not a duration like 24h")));
   }
   if (!password_file.empty()) {
     if (absl::Status s = ReadSecretFile(password_file, &c.admin_password); !s.ok()) {

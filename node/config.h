@@ -49,6 +49,10 @@ struct NodeConfig {
   std::vector<std::string> faults;  // --fault NAME=ACTION, only with enable_test_hooks
   bool sync_writes = false;
 
+  // Change-log retention per database (R12); the age stays within the tombstone retention.
+  uint64_t log_retention_entries = 10'000'000;
+  absl::Duration log_retention_age = absl::Hours(24 * 7);
+
   uint64_t max_body_bytes = 10 << 20;  // SPEC §5: 10 MiB
   int http_threads = 0;                // 0: sized from the machine (HttpThreadsFor)
   std::string log_level = "info";

@@ -1,5 +1,6 @@
 #include "node/ops_api.h"
 
+#include <cmath>
 #include <optional>
 #include <utility>
 
@@ -569,10 +570,15 @@ absl::StatusOr<Reply> OpsApi::ClusterStatus(const Fields&) const {
            {"authenticated", p.authenticated},
            {"schema_in_sync", p.schema_in_sync},
            {"capabilities", p.capabilities},
-           {"lag_entries", 0},  // record streams come with record replication
-           {"lag_ms", 0},
+           // How far this node is behind the peer's change log (R12): entries and ms.
+           {"lag_entries", p.lag_entries},
+           {"lag_ms", p.lag_ms},
+           {"cursors", p.cursors},
            {"last_error", p.last_error},
-           {"full_copy", {{"active", false}, {"percent", 0}, {"rows_per_s", 0}}}});
+           {"full_copy",
+            {{"active", p.full_copy_active},
+             {"percent", std::round(p.full_copy_percent * 10) / 10},
+             {"rows_per_s", std::round(p.full_copy_rows_per_s)}}}});
     }
   }
   return JsonReply(json{{"node_name", options_.node_name},
