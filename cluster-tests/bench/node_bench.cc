@@ -29,21 +29,20 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "cluster-tests/bench/bench_util.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
-#include "node/ready_file.h"
 
 namespace {
 
+using cairn::bench::kPassword;
+using cairn::bench::LoadAverage;
+using cairn::bench::NewClient;
+using cairn::bench::OwnNode;
+using cairn::bench::Percentile;
+using cairn::bench::Post;
+using cairn::bench::Target;
 using nlohmann::json;
-
-constexpr char kUser[] = "admin";
-constexpr char kPassword[] = "bench-password";
-
-struct Target {
-  std::string host;
-  int port = 0;
-};
 
 struct Result {
   std::string workload;
@@ -51,77 +50,6 @@ struct Result {
   uint64_t requests = 0, records = 0, errors = 0;
   double seconds = 0, p50_ms = 0, p99_ms = 0;
 };
-
-// A cairnd started for the run.
-struct OwnNode {
-  pid_t pid = -1;
-  std::string dir;
-  ~OwnNode() {
-    if (pid > 0) {
-      kill(pid, SIGTERM);
-      int status = 0;
-      waitpid(pid, &status, 0);
-    }
-    if (!dir.empty()) std::filesystem::remove_all(dir);
-  }
-};
-
-bool StartNode(const std::string& cairnd, OwnNode* node, Target* target) {
-  char tmpl[] = "/tmp/cairn-bench-XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) return false;
-  node->dir = tmpl;
-  const std::string data = node->dir + "/node";
-  const std::string log = node->dir + "/cairnd.log";
-  node->pid = fork();
-  if (node->pid == 0) {
-    FILE* f = std::freopen(log.c_str(), "w", stderr);
-    (void)f;
-    setenv("CAIRN_ADMIN_PASSWORD", kPassword, 1);
-    execl(cairnd.c_str(), cairnd.c_str(), "--name", "bench", "--data-dir", data.c_str(),
-          "--ops-listen", "127.0.0.1:0", "--peer-listen", "127.0.0.1:0", nullptr);
-    _exit(127);
-  }
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (absl::Now() < deadline) {
-    auto ready = cairn::node::ReadReadyFile(data + "/ready.json");
-    if (ready.ok() && ready->pid == node->pid) {
-      const size_t colon = ready->ops.rfind(':');
-      target->host = ready->ops.substr(0, colon);
-      target->port = std::stoi(ready->ops.substr(colon + 1));
-      return true;
-    }
-    int status = 0;
-    if (waitpid(node->pid, &status, WNOHANG) == node->pid) {
-      node->pid = -1;
-      return false;
-    }
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return false;
-}
-
-std::unique_ptr<httplib::Client> NewClient(const Target& t) {
-  auto c = std::make_unique<httplib::Client>(t.host, t.port);
-  c->set_keep_alive(true);
-  c->set_tcp_nodelay(true);
-  c->set_basic_auth(kUser, kPassword);
-  c->set_read_timeout(60, 0);
-  return c;
-}
-
-bool Post(httplib::Client* c, const json& op, std::string* error = nullptr) {
-  auto res = c->Post("/", op.dump(), "application/json");
-  if (res && res->status == 200) return true;
-  if (error != nullptr) *error = res ? res->body : httplib::to_string(res.error());
-  return false;
-}
-
-double Percentile(std::vector<double>* v, double p) {
-  if (v->empty()) return 0;
-  const size_t k = std::min(v->size() - 1, static_cast<size_t>(p * v->size()));
-  std::nth_element(v->begin(), v->begin() + k, v->end());
-  return (*v)[k];
-}
 
 Result Run(const Target& target, const std::string& workload, int clients, double seconds) {
   const std::string table = absl::StrCat(workload, "_", clients);
@@ -202,13 +130,6 @@ Result Run(const Target& target, const std::string& workload, int clients, doubl
   return r;
 }
 
-std::string LoadAverage() {
-  std::ifstream in("/proc/loadavg");
-  std::string a;
-  std::getline(in, a);
-  return a;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -229,10 +150,14 @@ int main(int argc, char** argv) {
   OwnNode own;
   Target target;
   if (node.empty()) {
-    if (!StartNode(cairnd, &own, &target)) {
+    own.cairnd = cairnd;
+    own.name = "bench";
+    own.dir = cairn::bench::MakeRunDir();
+    if (own.dir.empty() || !own.Start()) {
       std::fprintf(stderr, "could not start %s\n", cairnd.c_str());
       return 1;
     }
+    target = own.ops;
   } else {
     const size_t colon = node.rfind(':');
     target.host = node.substr(0, colon);
