@@ -61,6 +61,18 @@ for port in 9926 9927; do
   echo "\$ cairn --node 127.0.0.1:$port describe demo.$table   # created on n1"
   cairn --node "127.0.0.1:$port" describe "demo.$table" | grep -E '"(name|created_time|generation_id)"'
 done
+echo "\$ cairn --node 127.0.0.1:9925 put demo.$table '{\"id\": 1, \"item\": \"rope\"}'   # a write on n1"
+cairn --node 127.0.0.1:9925 put "demo.$table" '{"id": 1, "item": "rope"}'
+echo "\$ cairn --node 127.0.0.1:9927 put demo.$table '{\"id\": 2, \"item\": \"lamp\"}'   # a write on n3"
+cairn --node 127.0.0.1:9927 put "demo.$table" '{"id": 2, "item": "lamp"}'
+for port in 9925 9926 9927; do
+  for _ in $(seq 100); do
+    [ "$(cairn --node "127.0.0.1:$port" get "demo.$table" 1 2 2>/dev/null | grep -c '"id"')" = 2 ] && break
+    sleep 0.05
+  done
+  echo "\$ cairn --node 127.0.0.1:$port get demo.$table 1 2   # both records, on every node"
+  cairn --node "127.0.0.1:$port" get "demo.$table" 1 2
+done
 echo "\$ cairn --node 127.0.0.1:9925 status"
 cairn --node 127.0.0.1:9925 status
 echo "\$ cairn --node 127.0.0.1:9926 op '{\"operation\":\"drop_table\",\"database\":\"demo\",\"table\":\"$table\"}'"
