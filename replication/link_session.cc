@@ -238,9 +238,9 @@ void LinkSession::ApplierLoop() {
   ReceiverState receiver(cluster_->node(), peer_, log_id, cluster_->ExclusionsFor(peer_));
   absl::StatusOr<peer::v1::Subscribe> subscribe = receiver.BuildSubscribe();
   if (!subscribe.ok()) {
+    cluster_->ReleaseReceiver(peer_, this);  // before mu_: Cluster::mu_ comes first
     absl::MutexLock lock(&mu_);
     applier_error_ = subscribe.status();
-    cluster_->ReleaseReceiver(peer_, this);
     return;
   }
   {
