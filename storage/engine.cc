@@ -127,6 +127,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& option
   engine->default_cf_ = handles[0];
   for (int i = 0; i < kNumCfs; ++i) engine->handles_[i] = handles[i + 1];
   engine->write_options_.sync = options.sync_writes;
+  // Writers put each family's keys in order (RecordStore): resume inserts from the last one.
+  engine->write_options_.memtable_insert_hint_per_batch = true;
   return engine;
 }
 
