@@ -28,7 +28,7 @@ std::pair<std::string, std::string> MarkerId(absl::string_view db, absl::string_
   return {std::string(db), std::string(table)};
 }
 
-rocksdb::Slice ToSlice(absl::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
+using storage::ToSlice;
 
 // R14: the peers this node applied rows of `db` from (those with a cursor in it).
 absl::StatusOr<std::vector<std::string>> PeersWithCursorIn(storage::Engine* engine,

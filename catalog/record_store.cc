@@ -31,8 +31,8 @@ using storage::v1::StoredRecord;
 constexpr int kMaxSchemaRetries = 64;
 constexpr size_t kChunk = 256;  // keys per batch of a maintenance scan
 
-rocksdb::Slice ToSlice(absl::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
-absl::string_view ToView(const rocksdb::Slice& s) { return absl::string_view(s.data(), s.size()); }
+using storage::ToSlice;
+using storage::ToView;
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 

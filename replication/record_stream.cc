@@ -15,10 +15,9 @@ namespace {
 
 using storage::Cf;
 using storage::ToSlice;
+using storage::ToView;
 using storage::v1::ChangeEntry;
 using storage::v1::StoredRecord;
-
-absl::string_view View(const rocksdb::Slice& s) { return absl::string_view(s.data(), s.size()); }
 
 // A stored row as a streamed entry: its true origin, version and row generation (R7, D7).
 void RowEntry(const std::string& table, absl::string_view encoded_pk, StoredRecord* rec,
@@ -47,6 +46,7 @@ LogSender::LogSender(catalog::LocalNode* node, Exclusions exclusions, StreamLimi
 void LogSender::Subscribe(const peer::v1::Subscribe& subscribe) {
   subscribed_ = true;
   dbs_.clear();
+  dbs_version_ = UINT64_MAX;
   refetch_.clear();
   for (const std::string& t : subscribe.exclude()) {  // R11: what the subscriber does not ask
     const size_t dot = t.find('.');
@@ -110,7 +110,7 @@ absl::StatusOr<bool> LogSender::CopyRows(const catalog::TableDef& def, std::stri
   const std::string end = storage::GenerationPrefix(def.generation_id() + 1);
   auto it = node_->engine->NewIterator(Cf::kRecords, nullptr, end);
   it->Seek(ToSlice(prefix + *after_key));
-  if (it->Valid() && !after_key->empty() && View(it->key()).substr(prefix.size()) == *after_key) {
+  if (it->Valid() && !after_key->empty() && ToView(it->key()).substr(prefix.size()) == *after_key) {
     it->Next();
   }
   for (; it->Valid(); it->Next()) {
@@ -120,7 +120,7 @@ absl::StatusOr<bool> LogSender::CopyRows(const catalog::TableDef& def, std::stri
     }
     StoredRecord rec;
     if (!rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) continue;
-    const absl::string_view pk = View(it->key()).substr(prefix.size());
+    const absl::string_view pk = ToView(it->key()).substr(prefix.size());
     *bytes += rec.json().size() + pk.size() + 32;
     RowEntry(def.name(), pk, &rec, out->add_entries());
     after_key->assign(pk.data(), pk.size());
@@ -197,7 +197,7 @@ absl::StatusOr<bool> LogSender::NextLog(const catalog::CatalogSnapshot& snap, co
     for (it->Seek(ToSlice(storage::LogKey(db, from)));
          it->Valid() && entries.size() < limits_.max_entries && scanned < 8 * limits_.max_entries;
          it->Next(), ++scanned) {
-      last = storage::GetBigEndian64(View(it->key()).substr(db.size() + 1));
+      last = storage::GetBigEndian64(ToView(it->key()).substr(db.size() + 1));
       ChangeEntry e;
       if (!e.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) continue;
       auto def = snap.FindTable(db, e.table());
@@ -268,9 +268,13 @@ absl::StatusOr<bool> LogSender::Next(const catalog::CatalogSnapshot& snap,
                                      peer::v1::ChangeBatch* out) {
   if (!subscribed_) return false;
   // Databases the peer has not heard of get a full copy (R7): every database this node
-  // describes (SchemaDatabases) and every one it has logged.
-  for (const std::string& db : SchemaDatabases(snap)) dbs_.try_emplace(db);
-  for (const std::string& db : node_->log->Databases()) dbs_.try_emplace(db);
+  // describes (SchemaDatabases) and every one it has logged. A database gets its first log
+  // entry only after a table of it was created, so a new one comes with a new snapshot.
+  if (snap.version != dbs_version_) {
+    dbs_version_ = snap.version;
+    for (const std::string& db : SchemaDatabases(snap)) dbs_.try_emplace(db);
+    for (const std::string& db : node_->log->Databases()) dbs_.try_emplace(db);
+  }
   // Round robin, starting after the database served last.
   auto start = dbs_.upper_bound(last_db_);
   for (size_t n = 0; n < dbs_.size(); ++n, ++start) {
@@ -315,7 +319,7 @@ absl::StatusOr<peer::v1::Subscribe> ReceiverState::BuildSubscribe() {
     // A cursor into another log (the peer's directory was replaced) is worthless: copy.
     if (cursor.log_id() != peer_log_id_) continue;
     peer::v1::DbCursor* c = sub.add_cursors();
-    c->set_database(std::string(View(it->key()).substr(prefix.size())));
+    c->set_database(std::string(ToView(it->key()).substr(prefix.size())));
     c->set_seq(cursor.seq());
     if (cursor.has_copy()) *c->mutable_copy() = cursor.copy();
   }
@@ -332,7 +336,7 @@ absl::StatusOr<peer::v1::Refetch> ReceiverState::NewRefetches() {
   auto r = node_->engine->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(prefix));
   for (r->Seek(ToSlice(prefix)); r->Valid(); r->Next()) {
     // "refetch/<db>/<table>\0<peer>"
-    const absl::string_view name = View(r->key()).substr(prefix.size());
+    const absl::string_view name = ToView(r->key()).substr(prefix.size());
     const size_t slash = name.find('/');
     const size_t nul = name.find('\0');
     if (slash == absl::string_view::npos || nul == absl::string_view::npos || nul < slash ||

@@ -89,6 +89,7 @@ class LogSender {
   const StreamLimits limits_;
   bool subscribed_ = false;
   absl::btree_map<std::string, Db> dbs_;
+  uint64_t dbs_version_ = UINT64_MAX;  // the catalog version dbs_ was last completed from
   std::deque<TableCopy> refetch_;
   std::string last_db_;  // round robin position
 };

@@ -97,6 +97,9 @@ class ScopedSnapshot {
 };
 
 inline rocksdb::Slice ToSlice(absl::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
+inline absl::string_view ToView(const rocksdb::Slice& s) {
+  return absl::string_view(s.data(), s.size());
+}
 
 // Little-endian int64 deltas merged by addition (the meta family's count/ keys).
 std::string EncodeCountDelta(int64_t delta);
