@@ -78,6 +78,7 @@ class Engine {
   std::array<rocksdb::ColumnFamilyHandle*, kNumCfs> handles_{};
   rocksdb::ColumnFamilyHandle* default_cf_ = nullptr;
   rocksdb::WriteOptions write_options_;
+  rocksdb::WriteOptions no_hint_options_;  // for batches with a range delete (Write)
   mutable absl::Mutex mu_;
   absl::Status bg_error_ ABSL_GUARDED_BY(mu_);  // sticky, invariant (1)
 };
