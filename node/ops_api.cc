@@ -211,6 +211,8 @@ const std::vector<OpsApi::Operation>& OpsApi::Operations() {
       {"set_fault", &OpsApi::SetFault, true},
       {"clear_fault", &OpsApi::ClearFault, true},
       {"fault_hits", &OpsApi::FaultHits, true},
+      {"cut_link", &OpsApi::CutLink, true},
+      {"restore_link", &OpsApi::RestoreLink, true},
   };
   return *ops;
 }
@@ -641,6 +643,22 @@ absl::StatusOr<Reply> OpsApi::FaultHits(const Fields& f) const {
   CAIRN_ASSIGN_OR_RETURN(std::string name, f.String("name"));
   if (options_.faults == nullptr) return Error(ErrorCode::kInternal, "no fault registry");
   return JsonReply(json{{"name", name}, {"hits", options_.faults->HitCount(name)}});
+}
+
+// SPEC §6: a link can be cut and restored per peer. The peer need not be known: a cut made
+// before add_node holds once the route exists.
+absl::StatusOr<Reply> OpsApi::CutLink(const Fields& f) const {
+  CAIRN_ASSIGN_OR_RETURN(std::string name, f.String("name", "node_name"));
+  if (options_.cluster == nullptr) return Error(ErrorCode::kInternal, "no cluster");
+  options_.cluster->CutLink(name);
+  return JsonReply(Message(absl::StrCat("link with '", name, "' cut")));
+}
+
+absl::StatusOr<Reply> OpsApi::RestoreLink(const Fields& f) const {
+  CAIRN_ASSIGN_OR_RETURN(std::string name, f.String("name", "node_name"));
+  if (options_.cluster == nullptr) return Error(ErrorCode::kInternal, "no cluster");
+  options_.cluster->RestoreLink(name);
+  return JsonReply(Message(absl::StrCat("link with '", name, "' restored")));
 }
 
 }  // namespace cairn::node

@@ -88,6 +88,8 @@ class OpsApi {
   absl::StatusOr<Reply> ClearFault(const Fields& f) const;
   // How often an armed fault point was hit: lets a test see a request reach the point.
   absl::StatusOr<Reply> FaultHits(const Fields& f) const;
+  absl::StatusOr<Reply> CutLink(const Fields& f) const;
+  absl::StatusOr<Reply> RestoreLink(const Fields& f) const;
 
   absl::StatusOr<Reply> Write(const Fields& f, catalog::WriteMode mode) const;
   // describe_table's object for one table (Harper's fields plus ours).

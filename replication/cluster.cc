@@ -4,6 +4,7 @@
 #include <future>
 #include <random>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "catalog/names.h"
@@ -91,6 +92,10 @@ class ServerLinkStream : public LinkStream {
   grpc::ServerReaderWriter<peer::v1::LinkMessage, peer::v1::LinkMessage>* stream_;
 };
 
+grpc::Status CutStatus() {
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the link is cut (test hook)");
+}
+
 }  // namespace
 
 // The Peer service: authenticates every call, then runs a LinkSession or a forwarded drop.
@@ -104,6 +109,7 @@ class Cluster::Service final : public peer::v1::Peer::Service {
     absl::StatusOr<std::string> peer = cluster_->Authenticate(*context);
     if (!peer.ok()) return ToGrpc(peer.status());
     if (cluster_->stopping()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "stopping");
+    if (cluster_->IsCut(*peer)) return CutStatus();
     auto session = std::make_shared<LinkSession>(
         cluster_, std::make_unique<ServerLinkStream>(context, stream), *peer);
     cluster_->Register(session);
@@ -116,6 +122,7 @@ class Cluster::Service final : public peer::v1::Peer::Service {
                        peer::v1::ForwardResponse* response) override {
     absl::StatusOr<std::string> peer = cluster_->Authenticate(*context);
     if (!peer.ok()) return ToGrpc(peer.status());
+    if (cluster_->IsCut(*peer)) return CutStatus();
     // R9: provenance is out of band and must be the authenticated caller.
     const std::string from = Metadata(*context, kReplicatedFromHeader);
     if (from != *peer) {
@@ -476,6 +483,13 @@ void Cluster::OnHello(const std::string& peer, const peer::v1::Hello& hello) {
   ++state.links;  // a link counts as connected once the peer's Hello is accepted
   state.capabilities.assign(hello.capabilities().begin(), hello.capabilities().end());
   state.last_error.clear();
+  // The peer is evidently up (it may have dialed us after a restart): our channels to it
+  // reconnect now instead of at the end of their backoff, so a forwarded drop reaches it.
+  const std::string prefix = peer + "@";
+  for (auto& [key, channel] : channels_) {
+    if (absl::StartsWith(key, prefix))
+      grpc::experimental::ChannelResetConnectionBackoff(channel.get());
+  }
 }
 
 void Cluster::OnSchema(const std::string& peer, const std::string& db, uint64_t digest) {
@@ -533,6 +547,15 @@ void Cluster::Dial(PeerRoute route) {
     AddClientMetadata(context.get());
     {
       absl::MutexLock lock(&mu_);
+      // A cut link (test hook) is not dialed until it is restored.
+      std::pair<Cluster*, const PeerRoute*> arg(this, &route);
+      mu_.Await(absl::Condition(
+          +[](std::pair<Cluster*, const PeerRoute*>* a) {
+            a->first->mu_.AssertHeld();
+            return a->first->stopping_.load() || !a->first->HasRouteIdLocked(a->second->id) ||
+                   !a->first->cut_.contains(a->second->name);
+          },
+          &arg));
       if (stopping_.load() || !HasRouteIdLocked(route.id)) return;  // stopped or removed
       dialing_[route.id] = context;
     }
@@ -569,7 +592,20 @@ void Cluster::Dial(PeerRoute route) {
 PeerDropStatus Cluster::Forward(const PeerRoute& route, const peer::v1::ForwardRequest& request) {
   PeerDropStatus out;
   out.node = route.name;
-  auto peer_client = peer::v1::Peer::NewStub(ChannelTo(route));
+  if (IsCut(route.name)) return {route.name, "failed", "the link is cut (test hook)"};
+  std::shared_ptr<grpc::Channel> channel = ChannelTo(route);
+  bool linked = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = peers_.find(route.name);
+    linked = it != peers_.end() && it->second.links > 0;
+  }
+  if (linked && channel->GetState(/*try_to_connect=*/true) != GRPC_CHANNEL_READY) {
+    // A link with the peer is up, so it serves: give this channel a moment to reconnect
+    // rather than fail fast from a backoff that predates the peer's restart.
+    channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  }
+  auto peer_client = peer::v1::Peer::NewStub(channel);
   grpc::ClientContext context;
   AddClientMetadata(&context);
   context.AddMetadata(kReplicatedFromHeader, options_.node_name);
@@ -625,6 +661,35 @@ std::vector<PeerDropStatus> Cluster::ForwardDropDatabase(const std::string& db, 
   request.mutable_drop_database()->set_database(db);
   request.mutable_drop_database()->set_dropped_time(dropped_time);
   return ForwardToAll(request);
+}
+
+void Cluster::CutLink(const std::string& peer) {
+  std::vector<std::shared_ptr<LinkSession>> sessions;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!cut_.insert(peer).second) return;
+    for (const auto& s : sessions_) {
+      if (s->peer() == peer) sessions.push_back(s);
+    }
+    for (const PeerRoute& r : routes_) {
+      auto it = dialing_.find(r.id);
+      if (r.name == peer && it != dialing_.end()) it->second->TryCancel();
+    }
+  }
+  spdlog::warn("[{}] link with {} cut (test hook)", options_.node_name, peer);
+  for (auto& s : sessions) s->Cancel();
+}
+
+void Cluster::RestoreLink(const std::string& peer) {
+  absl::MutexLock lock(&mu_);  // the dialers waiting on cut_ wake when it changes
+  if (cut_.erase(peer) > 0) {
+    spdlog::warn("[{}] link with {} restored (test hook)", options_.node_name, peer);
+  }
+}
+
+bool Cluster::IsCut(const std::string& peer) const {
+  absl::MutexLock lock(&mu_);
+  return cut_.contains(peer);
 }
 
 std::vector<PeerStatus> Cluster::Status() const {

@@ -26,6 +26,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -135,6 +136,14 @@ class Cluster {
 
   std::vector<PeerStatus> Status() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Test hook (SPEC §6, "a link can be cut and restored per peer"): while `peer` is cut, this
+  // node ends its links with it, does not dial it, refuses its calls (UNAVAILABLE) and does
+  // not forward drops to it: a network partition between the two, as either side sees it.
+  // Cutting on one side is enough; both sides may cut. Restoring lets the dialers reconnect.
+  void CutLink(const std::string& peer) ABSL_LOCKS_EXCLUDED(mu_);
+  void RestoreLink(const std::string& peer) ABSL_LOCKS_EXCLUDED(mu_);
+  bool IsCut(const std::string& peer) const ABSL_LOCKS_EXCLUDED(mu_);
+
   // ---- For LinkSession and the service.
   const ClusterOptions& options() const { return options_; }
   catalog::LocalNode* node() const { return node_; }
@@ -207,7 +216,8 @@ class Cluster {
   std::vector<PeerRoute> routes_ ABSL_GUARDED_BY(mu_);
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> dialers_ ABSL_GUARDED_BY(mu_);
-  std::thread trimmer_;  // started by Start, joined by Stop
+  absl::flat_hash_set<std::string> cut_ ABSL_GUARDED_BY(mu_);  // peers cut off by a test hook
+  std::thread trimmer_;                                        // started by Start, joined by Stop
 };
 
 }  // namespace cairn::replication
