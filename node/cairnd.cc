@@ -16,6 +16,8 @@
 #include <string>
 #include <thread>
 
+#include "absl/debugging/failure_signal_handler.h"
+#include "absl/debugging/symbolize.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "catalog/local_node.h"
@@ -238,6 +240,9 @@ int Run(const NodeConfig& config) {
 }  // namespace cairn::node
 
 int main(int argc, char** argv) {
+  // A crash (an assertion in a library, a fault) prints its stack to the log before it dies.
+  absl::InitializeSymbolizer(argv[0]);
+  absl::InstallFailureSignalHandler(absl::FailureSignalHandlerOptions());
   cairn::node::ParsedCommandLine parsed = cairn::node::ParseCommandLine(argc, argv);
   if (!parsed.run) {
     std::fputs(parsed.message.c_str(), parsed.exit_code == 0 ? stdout : stderr);
