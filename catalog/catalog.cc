@@ -752,6 +752,22 @@ absl::Status Catalog::FinishDropLocked(const v1::TableRow& row, const v1::Tombst
           options_.node_name, row.database(), row.name(), peers.size());
     }
   }
+  if (!tombstone.timed()) {
+    // Decision 44: a local-only drop (or a node-local table's drop) leaves no marker, so a
+    // peer's table of the name may come back here with its next snapshot (C5). The rows this
+    // node applied from that peer before (or skipped while its own node-local table held the
+    // name) must come back with it: every peer with a cursor in the database is asked again
+    // for the table once it is live here again (value 0: "after a local drop").
+    CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> peers,
+                           PeersWithCursorIn(engine_, row.database()));
+    const std::string zero(8, '\0');
+    for (const std::string& peer : peers) {
+      batch
+          .Put(engine_->cf(Cf::kMeta),
+               ToSlice(storage::RefetchKey(row.database(), row.name(), peer)), zero)
+          .PermitUncheckedError();
+    }
+  }
   if (tombstone.timed()) {
     // The marker only moves forward.
     const std::string key = storage::MarkerKey(row.database(), row.name());

@@ -322,6 +322,10 @@ absl::StatusOr<peer::v1::Subscribe> ReceiverState::BuildSubscribe() {
     c->set_database(std::string(ToView(it->key()).substr(prefix.size())));
     c->set_seq(cursor.seq());
     if (cursor.has_copy()) *c->mutable_copy() = cursor.copy();
+    // Status starts from the stored cursor, so a batch that does not move it (a refetch)
+    // does not make this node look behind by the peer's whole log.
+    DbProgress& p = progress_[c->database()];
+    p.cursor = p.head = cursor.seq();
   }
   CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
   for (const std::string& t : exclusions_.List()) sub.add_exclude(t);
@@ -345,7 +349,14 @@ absl::StatusOr<peer::v1::Refetch> ReceiverState::NewRefetches() {
     }
     std::pair<std::string, std::string> id(name.substr(0, slash),
                                            name.substr(slash + 1, nul - slash - 1));
-    if (!refetch_asked_.insert(id).second) continue;
+    if (refetch_asked_.count(id) > 0) continue;
+    // After a local drop (value 0, decision 44) the table is asked for once a peer's
+    // definition made it live here again; until then its rows have nowhere to go.
+    if (r->value().size() >= 8 && storage::GetBigEndian64(ToView(r->value())) == 0 &&
+        !node_->catalog->Snapshot()->FindTable(id.first, id.second).ok()) {
+      continue;
+    }
+    refetch_asked_.insert(id);
     peer::v1::TableRefetch* t = out.add_tables();
     t->set_database(id.first);
     t->set_table(id.second);
