@@ -3,15 +3,25 @@
 #
 #   scripts/test.sh              # gcc RelWithDebInfo build in build/, all tests
 #   scripts/test.sh --sanitize   # clang + ASan/UBSan + -Wthread-safety in build-asan/, all tests
-#   scripts/test.sh -L unit      # extra arguments go to ctest
+#   scripts/test.sh --long       # also: random cluster schedules of 600 steps, fresh seeds
+#   scripts/test.sh -L unit      # extra arguments go to ctest (-L cluster: the scenarios)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 sanitize=0
-if [ "${1:-}" = "--sanitize" ]; then
-  sanitize=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --sanitize) sanitize=1 ;;
+    --long)
+      # cluster-tests/scenarios/random_schedule_test.cc: longer schedules, new seeds each run
+      # (each test prints its seed; CAIRN_TEST_SEED=<seed> replays it).
+      export CAIRN_SCHEDULE_STEPS="${CAIRN_SCHEDULE_STEPS:-600}"
+      export CAIRN_FRESH_SEEDS=1
+      ;;
+    *) break ;;
+  esac
   shift
-fi
+done
 
 "$root/scripts/setup.sh" --no-build
 

@@ -1,11 +1,13 @@
-#include "tests/node/cairnd_process.h"
+#include "cluster-tests/harness/cairnd_process.h"
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -16,7 +18,7 @@
 #include "httplib.h"
 #include "node/ready_file.h"
 
-namespace cairn::testing {
+namespace cairn::harness {
 namespace {
 
 HttpAnswer ToAnswer(const httplib::Result& res) {
@@ -39,14 +41,20 @@ int WaitStatusToCode(int status) {
 
 }  // namespace
 
-std::string CairndPath() { return CAIRND_PATH; }
-std::string CairnCliPath() { return CAIRN_CLI_PATH; }
+std::string CairndPath() {
+  const char* env = std::getenv("CAIRND");
+  return env != nullptr && *env != '\0' ? env : CAIRND_PATH;
+}
+std::string CairnCliPath() {
+  const char* env = std::getenv("CAIRN_CLI");
+  return env != nullptr && *env != '\0' ? env : CAIRN_CLI_PATH;
+}
 
 absl::StatusOr<std::unique_ptr<CairndProcess>> CairndProcess::Start(const CairndOptions& options) {
   std::unique_ptr<CairndProcess> p(new CairndProcess(options));
-  std::vector<std::string> args = {CairndPath(),  "--name",         options.name,
-                                   "--data-dir",  options.data_dir, "--ops-listen",
-                                   "127.0.0.1:0", "--peer-listen",  "127.0.0.1:0"};
+  std::vector<std::string> args = {CairndPath(),       "--name",         options.name,
+                                   "--data-dir",       options.data_dir, "--ops-listen",
+                                   options.ops_listen, "--peer-listen",  options.peer_listen};
   args.insert(args.end(), options.args.begin(), options.args.end());
   // Everything the child needs is built before fork(): between fork and exec a child of a
   // threaded process may only make async-signal-safe calls.
@@ -71,6 +79,7 @@ absl::StatusOr<std::unique_ptr<CairndProcess>> CairndProcess::Start(const Cairnd
     return Error(ErrorCode::kInternal, "fork failed");
   }
   if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // no orphan outlives the test that started it
     dup2(log_fd, 1);
     dup2(log_fd, 2);
     execve(argv[0], argv.data(), envp.data());
@@ -125,19 +134,50 @@ int CairndProcess::Stop(int sig, absl::Duration timeout) {
   return WaitStatusToCode(status);
 }
 
-HttpAnswer CairndProcess::Post(const nlohmann::json& body, bool auth) const {
-  return PostRaw(body.dump(), auth);
+void CairndProcess::Signal(int sig) const {
+  if (pid_ > 0) kill(pid_, sig);
+}
+
+std::optional<int> CairndProcess::Exited() {
+  if (pid_ <= 0) return std::nullopt;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) != pid_) return std::nullopt;
+  pid_ = -1;
+  return WaitStatusToCode(status);
+}
+
+HttpAnswer CairndProcess::Post(const nlohmann::json& body, bool auth,
+                               absl::Duration timeout) const {
+  return PostRaw(body.dump(), auth, "", timeout);
 }
 
 HttpAnswer CairndProcess::PostRaw(const std::string& body, bool auth,
-                                  const std::string& authorization) const {
-  httplib::Client client(host_, port_);
-  client.set_read_timeout(60, 0);
+                                  const std::string& authorization, absl::Duration timeout) const {
+  OpsEndpoint e = endpoint();
+  if (!auth) e.password.clear();
+  return e.PostRaw(body, authorization, timeout);
+}
+
+OpsEndpoint CairndProcess::endpoint() const {
+  return OpsEndpoint{host_, port_, options_.user, options_.password};
+}
+
+HttpAnswer OpsEndpoint::Post(const nlohmann::json& body, absl::Duration timeout) const {
+  return PostRaw(body.dump(), "", timeout);
+}
+
+HttpAnswer OpsEndpoint::PostRaw(const std::string& body, const std::string& authorization,
+                                absl::Duration timeout) const {
+  httplib::Client client(host, port);
+  const int64_t ms = absl::ToInt64Milliseconds(timeout);
+  client.set_connection_timeout(ms / 1000, (ms % 1000) * 1000);
+  client.set_read_timeout(ms / 1000, (ms % 1000) * 1000);
+  client.set_write_timeout(ms / 1000, (ms % 1000) * 1000);
   httplib::Headers headers;
   if (!authorization.empty()) {
     headers.emplace("Authorization", authorization);
-  } else if (auth && !options_.password.empty()) {
-    client.set_basic_auth(options_.user, options_.password);
+  } else if (!password.empty()) {
+    client.set_basic_auth(user, password);
   }
   return ToAnswer(client.Post("/", headers, body, "application/json"));
 }
@@ -154,4 +194,4 @@ std::string CairndProcess::log() const {
   return ss.str();
 }
 
-}  // namespace cairn::testing
+}  // namespace cairn::harness

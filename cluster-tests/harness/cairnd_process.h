@@ -1,11 +1,13 @@
-// CairndProcess: a real cairnd started for a test, as a harness starts one: on loopback with
-// port 0, found through <data-dir>/ready.json (checked against its pid), driven over HTTP.
-// The destructor SIGKILLs a node still running.
+// CairndProcess: one real cairnd started by a test or the harness, on loopback with port 0 (or
+// given ports), found through <data-dir>/ready.json (checked against its pid), driven over
+// its operations API. The destructor SIGKILLs a node still running; a node also dies with the
+// thread that started it (PR_SET_PDEATHSIG), so a test killed by its timeout leaves nothing.
 #pragma once
 
 #include <sys/types.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,10 +15,10 @@
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 
-namespace cairn::testing {
+namespace cairn::harness {
 
 struct HttpAnswer {
-  int status = 0;  // 0: no answer (connection failed)
+  int status = 0;  // 0: no answer (connection failed or timed out)
   std::string body;
   nlohmann::json json;  // parsed body; discarded when not JSON
   std::string error_code() const {
@@ -26,12 +28,26 @@ struct HttpAnswer {
   }
 };
 
+// Where a node's operations API listens and how to log in: enough to drive the node from
+// any thread, also across restarts (the harness restarts a node on the same ports).
+struct OpsEndpoint {
+  std::string host;
+  int port = 0;
+  std::string user, password;  // no password: no credentials sent
+  HttpAnswer Post(const nlohmann::json& body, absl::Duration timeout = absl::Seconds(60)) const;
+  // `authorization`: an Authorization header to send instead of the credentials.
+  HttpAnswer PostRaw(const std::string& body, const std::string& authorization = "",
+                     absl::Duration timeout = absl::Seconds(60)) const;
+};
+
 struct CairndOptions {
   std::string name = "n1";
-  std::string data_dir;                    // required
+  std::string data_dir;                    // required; the log goes to <data_dir>.log
   std::string user = "admin";              // CAIRN_ADMIN_USER
   std::string password = "test-password";  // CAIRN_ADMIN_PASSWORD; empty: none
-  std::vector<std::string> args;           // more flags
+  std::string ops_listen = "127.0.0.1:0";
+  std::string peer_listen = "127.0.0.1:0";
+  std::vector<std::string> args;  // more flags
 };
 
 class CairndProcess {
@@ -43,20 +59,28 @@ class CairndProcess {
   // Sends `sig` and waits for the exit. Returns the exit status, 128 + signal when killed by
   // one, or -1 when it did not exit within `timeout` (then it is SIGKILLed).
   int Stop(int sig, absl::Duration timeout = absl::Seconds(10));
+  // Sends `sig` without waiting (SIGSTOP, SIGCONT).
+  void Signal(int sig) const;
+  // The exit status if the process has exited (reaping it), else nullopt.
+  std::optional<int> Exited();
+  bool running() const { return pid_ > 0; }
 
-  // POST / with the configured credentials (or none).
-  HttpAnswer Post(const nlohmann::json& body, bool auth = true) const;
+  // POST / with the configured credentials (or none). `timeout` bounds the whole exchange.
+  HttpAnswer Post(const nlohmann::json& body, bool auth = true,
+                  absl::Duration timeout = absl::Seconds(60)) const;
   HttpAnswer PostRaw(const std::string& body, bool auth = true,
-                     const std::string& authorization = "") const;
+                     const std::string& authorization = "",
+                     absl::Duration timeout = absl::Seconds(60)) const;
   HttpAnswer Get(const std::string& path) const;
 
+  OpsEndpoint endpoint() const;
   const std::string& host() const { return host_; }
   int port() const { return port_; }
   std::string ops_address() const { return host_ + ":" + std::to_string(port_); }
   const std::string& peer_address() const { return peer_address_; }
   pid_t pid() const { return pid_; }
   const CairndOptions& options() const { return options_; }
-  std::string log() const;  // the node's stderr so far
+  std::string log() const;  // the node's stderr so far (every run on this data directory)
 
  private:
   explicit CairndProcess(CairndOptions options) : options_(std::move(options)) {}
@@ -68,8 +92,9 @@ class CairndProcess {
   std::string peer_address_;
 };
 
-// Path of the built cairnd and cairn binaries.
+// Path of the cairnd and cairn binaries: $CAIRND / $CAIRN_CLI when set (to test an installed
+// build), else the ones built with this harness.
 std::string CairndPath();
 std::string CairnCliPath();
 
-}  // namespace cairn::testing
+}  // namespace cairn::harness

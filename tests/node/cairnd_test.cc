@@ -17,11 +17,15 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "tests/node/cairnd_process.h"
+#include "cluster-tests/harness/cairnd_process.h"
 #include "tests/testing/testing.h"
 
 namespace cairn::testing {
 namespace {
+
+using ::cairn::harness::CairndOptions;
+using ::cairn::harness::CairndProcess;
+using ::cairn::harness::HttpAnswer;
 
 using nlohmann::json;
 using ::testing::HasSubstr;

@@ -9,11 +9,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "tests/node/cairnd_process.h"
+#include "cluster-tests/harness/cairnd_process.h"
 #include "tests/testing/testing.h"
 
 namespace cairn::testing {
 namespace {
+
+using ::cairn::harness::CairnCliPath;
+using ::cairn::harness::CairndOptions;
+using ::cairn::harness::CairndProcess;
 
 using nlohmann::json;
 using ::testing::HasSubstr;

@@ -12,13 +12,17 @@
 #include "absl/strings/str_cat.h"
 #include "cairn/storage/v1/records.pb.h"
 #include "catalog/local_node.h"
+#include "cluster-tests/harness/cairnd_process.h"
 #include "common/fault.h"
 #include "storage/keys.h"
-#include "tests/node/cairnd_process.h"
 #include "tests/testing/testing.h"
 
 namespace cairn::testing {
 namespace {
+
+using ::cairn::harness::CairndOptions;
+using ::cairn::harness::CairndProcess;
+using ::cairn::harness::HttpAnswer;
 
 using nlohmann::json;
 

@@ -93,10 +93,18 @@ void AssertEventually(const std::function<void()>& check,
 
 }  // namespace cairn::testing
 
-#define ASSERT_OK(expr) \
-  ASSERT_TRUE(::cairn::testing::GetStatus(expr).ok()) << ::cairn::testing::GetStatus(expr)
-#define EXPECT_OK(expr) \
-  EXPECT_TRUE(::cairn::testing::GetStatus(expr).ok()) << ::cairn::testing::GetStatus(expr)
+// `expr` is evaluated once (it may be an operation with effects); more context may be
+// streamed after, as with ASSERT_TRUE. The switch keeps an `else` after the macro unambiguous.
+#define CAIRN_CHECK_OK_(check, expr)                         \
+  switch (0)                                                 \
+  case 0:                                                    \
+  default:                                                   \
+    if (const auto& cairn_status_ = (expr); false) {         \
+    } else                                                   \
+      check(::cairn::testing::GetStatus(cairn_status_).ok()) \
+          << ::cairn::testing::GetStatus(cairn_status_)
+#define ASSERT_OK(expr) CAIRN_CHECK_OK_(ASSERT_TRUE, expr)
+#define EXPECT_OK(expr) CAIRN_CHECK_OK_(EXPECT_TRUE, expr)
 #define ASSERT_EVENTUALLY(fn)                       \
   do {                                              \
     ::cairn::testing::AssertEventually(fn);         \
