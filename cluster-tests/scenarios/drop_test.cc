@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "cluster-tests/harness/ops.h"
 #include "cluster-tests/harness/scenario.h"
+#include "common/status.h"
 
 namespace cairn::harness {
 namespace {
@@ -33,6 +34,15 @@ absl::Status WaitTable(const Cluster& c, const std::string& node, const std::str
                           });
 }
 
+// shop.t created on n1, with 20 records written on n1 and 20 on n2, everywhere.
+absl::Status SeedSharedTable(Cluster& c) {
+  CAIRN_RETURN_IF_ERROR(c.Ok("n1", ops::CreateTable("shop", "t")).status());
+  CAIRN_RETURN_IF_ERROR(WaitTable(c, "n2", "shop", "t", true));
+  CAIRN_RETURN_IF_ERROR(c.Ok("n1", ops::Upsert("shop", "t", ops::Rows("a", 20))).status());
+  CAIRN_RETURN_IF_ERROR(c.Ok("n2", ops::Upsert("shop", "t", ops::Rows("b", 20))).status());
+  return c.WaitConverged();
+}
+
 // The drop status each peer answered (R10).
 std::map<std::string, std::string> PeerStatuses(const json& drop) {
   std::map<std::string, std::string> out;
@@ -51,11 +61,7 @@ TEST_P(DropWithPeerDownTest, TableGoneOnBothAfterRestarts_RecreateIsEmpty) {
   o.names = {"n1", "n2"};
   ASSERT_OK(StartCluster(o));
   Cluster& c = cluster();
-  ASSERT_OK(c.Ok("n1", ops::CreateTable("shop", "t")));
-  ASSERT_OK(WaitTable(c, "n2", "shop", "t", true));
-  ASSERT_OK(c.Ok("n1", ops::Upsert("shop", "t", ops::Rows("a", 20))));
-  ASSERT_OK(c.Ok("n2", ops::Upsert("shop", "t", ops::Rows("b", 20))));
-  ASSERT_OK(c.WaitConverged());
+  ASSERT_OK(SeedSharedTable(c));
 
   const int sig = GetParam();
   EXPECT_EQ(sig == SIGTERM ? c.Stop("n2") : c.Kill("n2"), sig == SIGTERM ? 0 : 128 + SIGKILL);
@@ -133,11 +139,7 @@ TEST_F(ScenarioTest, DropWhilePeerDownThenRecreate_OldRowsNeverReachNewGeneratio
 TEST_F(ScenarioTest, LocalOnlyDrop_OnlyThatNodeLosesTheTable) {
   ASSERT_OK(StartCluster());
   Cluster& c = cluster();
-  ASSERT_OK(c.Ok("n1", ops::CreateTable("shop", "t")));
-  ASSERT_OK(WaitTable(c, "n2", "shop", "t", true));
-  ASSERT_OK(c.Ok("n1", ops::Upsert("shop", "t", ops::Rows("a", 20))));
-  ASSERT_OK(c.Ok("n2", ops::Upsert("shop", "t", ops::Rows("b", 20))));
-  ASSERT_OK(c.WaitConverged());
+  ASSERT_OK(SeedSharedTable(c));
 
   CAIRN_ASSIGN_OR_FAIL(json dropped, c.Ok("n1", ops::DropTable("shop", "t", false)));
   EXPECT_EQ(dropped["replicated"], json::array()) << "a local-only drop is not forwarded";
