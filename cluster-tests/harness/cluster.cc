@@ -141,7 +141,7 @@ absl::Status Cluster::StartMember(const std::string& name, const std::vector<std
         (void)Op(peer, {{"operation", "remove_node"}, {"name", name}});
         CAIRN_RETURN_IF_ERROR(Wire(peer, name));
       }
-      return ApplyCuts(name);
+      return SyncCuts(name);
     }
   }
   if (!p.ok()) return p.status();
@@ -150,7 +150,7 @@ absl::Status Cluster::StartMember(const std::string& name, const std::vector<std
   // A restart comes back on the same ports, so every stored route still reaches it.
   m.options.ops_listen = m.process->ops_address();
   m.options.peer_listen = m.process->peer_address();
-  return ApplyCuts(name);
+  return SyncCuts(name);
 }
 
 absl::Status Cluster::Wire(const std::string& from, const std::string& to) {
@@ -240,7 +240,7 @@ absl::Status Cluster::Resume(const std::string& name) {
   }
   m.process->Signal(SIGCONT);
   m.state = NodeState::kRunning;
-  return absl::OkStatus();
+  return SyncCuts(name);
 }
 
 absl::Status Cluster::Restart(const std::string& name, const std::vector<std::string>& args) {
@@ -260,36 +260,39 @@ absl::Status Cluster::ClearFaults(const std::string& name) {
   return Ok(name, {{"operation", "clear_fault"}}).status();
 }
 
-absl::Status Cluster::ApplyCuts(const std::string& name) {
-  for (const auto& [a, b] : cuts_) {
-    if (a == name || b == name) {
+// Makes `name`'s cut links what the harness holds: it may have missed a Cut or Restore while
+// it was paused or down (a restarted process starts with none).
+absl::Status Cluster::SyncCuts(const std::string& name) {
+  for (const auto& [peer, m] : members_) {
+    if (peer == name) continue;
+    const bool cut = cuts_.count(Ordered(name, peer)) > 0;
+    CAIRN_RETURN_IF_ERROR(
+        Ok(name, {{"operation", cut ? "cut_link" : "restore_link"}, {"name", peer}}).status());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Cluster::SetCut(const std::string& a, const std::string& b, bool cut) {
+  if (cut) {
+    cuts_.insert(Ordered(a, b));
+  } else {
+    cuts_.erase(Ordered(a, b));
+  }
+  // Either side's cut is a whole partition; each running side makes its own, so the cut
+  // holds while either of them restarts. A side not running now catches up when it does.
+  for (const auto& [from, to] : {std::make_pair(a, b), std::make_pair(b, a)}) {
+    if (member(from).state == NodeState::kRunning) {
       CAIRN_RETURN_IF_ERROR(
-          Ok(name, {{"operation", "cut_link"}, {"name", a == name ? b : a}}).status());
+          Ok(from, {{"operation", cut ? "cut_link" : "restore_link"}, {"name", to}}).status());
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status Cluster::Cut(const std::string& a, const std::string& b) {
-  cuts_.insert(Ordered(a, b));
-  // Either side's cut is a whole partition; each running side makes its own, so the cut
-  // holds while either of them restarts.
-  for (const auto& [from, to] : {std::make_pair(a, b), std::make_pair(b, a)}) {
-    if (member(from).state == NodeState::kRunning) {
-      CAIRN_RETURN_IF_ERROR(Ok(from, {{"operation", "cut_link"}, {"name", to}}).status());
-    }
-  }
-  return absl::OkStatus();
-}
+absl::Status Cluster::Cut(const std::string& a, const std::string& b) { return SetCut(a, b, true); }
 
 absl::Status Cluster::Restore(const std::string& a, const std::string& b) {
-  cuts_.erase(Ordered(a, b));
-  for (const auto& [from, to] : {std::make_pair(a, b), std::make_pair(b, a)}) {
-    if (member(from).state == NodeState::kRunning) {
-      CAIRN_RETURN_IF_ERROR(Ok(from, {{"operation", "restore_link"}, {"name", to}}).status());
-    }
-  }
-  return absl::OkStatus();
+  return SetCut(a, b, false);
 }
 
 absl::Status Cluster::Heal() {

@@ -74,7 +74,8 @@ class Cluster {
   absl::Status Pause(const std::string& name);   // SIGSTOP
   absl::Status Resume(const std::string& name);  // SIGCONT
   // Starts a down node again on its data directory and ports (so its peers' routes still
-  // reach it); `args` are added for this run only. Cuts involving it are made again.
+  // reach it); `args` are added for this run only. Cuts involving it are made again (also
+  // after Resume).
   absl::Status Restart(const std::string& name, const std::vector<std::string>& args = {});
 
   absl::Status SetFault(const std::string& name, const std::string& spec);  // "point=action"
@@ -112,7 +113,8 @@ class Cluster {
   explicit Cluster(ClusterOptions options) : options_(std::move(options)) {}
   absl::Status StartMember(const std::string& name, const std::vector<std::string>& args);
   absl::Status Wire(const std::string& from, const std::string& to);
-  absl::Status ApplyCuts(const std::string& name);
+  absl::Status SyncCuts(const std::string& name);
+  absl::Status SetCut(const std::string& a, const std::string& b, bool cut);
   Member& member(const std::string& name);
   const Member& member(const std::string& name) const;
 
