@@ -7,12 +7,9 @@
 //   node_bench [--cairnd PATH | --node HOST:PORT] [--seconds 5] [--clients 1,8,32]
 //              [--workloads batch100,upsert] [--json FILE]
 //
-// Without --node it starts its own cairnd (port 0, a fresh data directory under /tmp) and
-// stops it with SIGTERM at the end. The load generator shares the machine with the node, as
-// in every figure quoted in docs/.
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
+// Without --node it starts its own cairnd through the cluster harness (port 0, a fresh data
+// directory under /tmp, removed at the end with the process). The load generator shares the machine
+// with the node, as in every figure quoted in docs/.
 
 #include <algorithm>
 #include <atomic>
@@ -30,6 +27,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "cluster-tests/bench/bench_util.h"
+#include "cluster-tests/harness/cluster.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
 
@@ -38,7 +36,6 @@ namespace {
 using cairn::bench::kPassword;
 using cairn::bench::LoadAverage;
 using cairn::bench::NewClient;
-using cairn::bench::OwnNode;
 using cairn::bench::Percentile;
 using cairn::bench::Post;
 using cairn::bench::Target;
@@ -133,11 +130,10 @@ Result Run(const Target& target, const std::string& workload, int clients, doubl
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string cairnd = CAIRND_PATH, node, json_path, clients_list = "1,8,32",
-              workloads_list = "batch100,upsert";
+  std::string cairnd, node, json_path, clients_list = "1,8,32", workloads_list = "batch100,upsert";
   double seconds = 5;
   CLI::App app("node_bench: records/s and latency of one cairn node over HTTP", "node_bench");
-  app.add_option("--cairnd", cairnd, "cairnd binary to start")->capture_default_str();
+  app.add_option("--cairnd", cairnd, "cairnd binary to start (default: the one built here)");
   app.add_option("--node", node,
                  "HOST:PORT of a running node instead (password: " + std::string(kPassword) + ")");
   app.add_option("--seconds", seconds, "measured seconds per run")->capture_default_str();
@@ -147,21 +143,26 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_path, "write the results as JSON here");
   CLI11_PARSE(app, argc, argv);
 
-  OwnNode own;
+  std::unique_ptr<cairn::harness::Cluster> own;
   Target target;
   if (node.empty()) {
-    own.cairnd = cairnd;
-    own.name = "bench";
-    own.dir = cairn::bench::MakeRunDir();
-    if (own.dir.empty() || !own.Start()) {
-      std::fprintf(stderr, "could not start %s\n", cairnd.c_str());
+    cairn::bench::UseCairnd(cairnd);
+    cairn::harness::ClusterOptions options;
+    options.names = {"bench"};
+    options.test_hooks = false;
+    auto started = cairn::harness::Cluster::Start(options);
+    if (!started.ok()) {
+      std::fprintf(stderr, "could not start cairnd: %s\n", started.status().ToString().c_str());
       return 1;
     }
-    target = own.ops;
+    own = std::move(*started);
+    target = own->node("bench").endpoint();
   } else {
     const size_t colon = node.rfind(':');
     target.host = node.substr(0, colon);
     target.port = std::stoi(node.substr(colon + 1));
+    target.user = cairn::bench::kUser;
+    target.password = kPassword;
   }
 
   const std::string load_before = LoadAverage();

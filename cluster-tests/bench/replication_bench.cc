@@ -11,13 +11,10 @@
 //
 //   replication_bench [--cairnd PATH] [--records 300000] [--rate 1000] [--seconds 5]
 //                     [--catchup 100000] [--json FILE]
-#include <signal.h>
 
 #include <atomic>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
-#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,15 +23,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cluster-tests/bench/bench_util.h"
+#include "cluster-tests/harness/cluster.h"
 #include "nlohmann/json.hpp"
 
 namespace {
 
 using cairn::bench::NewClient;
-using cairn::bench::OwnNode;
 using cairn::bench::Percentile;
 using cairn::bench::Post;
 using cairn::bench::PostJson;
+using cairn::bench::Target;
 using nlohmann::json;
 
 [[noreturn]] void Die(const std::string& what) {
@@ -43,15 +41,15 @@ using nlohmann::json;
 }
 
 // -1 while the table is not there.
-int64_t RecordCount(OwnNode& n, const std::string& table) {
-  auto c = NewClient(n.ops);
+int64_t RecordCount(const Target& n, const std::string& table) {
+  auto c = NewClient(n);
   json d =
       PostJson(c.get(), {{"operation", "describe_table"}, {"database", "bench"}, {"table", table}});
   return d.is_object() ? d.value("record_count", int64_t{0}) : -1;
 }
 
-void CreateTable(OwnNode& n, const std::string& table) {
-  auto c = NewClient(n.ops);
+void CreateTable(const Target& n, const std::string& table) {
+  auto c = NewClient(n);
   std::string body;
   json create = {{"operation", "create_table"},
                  {"database", "bench"},
@@ -65,12 +63,12 @@ void CreateTable(OwnNode& n, const std::string& table) {
 }
 
 // Inserts ids [0, n) of `table` on `node` in batches of 100 from `clients` threads.
-void InsertAll(OwnNode& node, const std::string& table, uint64_t n, int clients) {
+void InsertAll(const Target& node, const std::string& table, uint64_t n, int clients) {
   std::atomic<uint64_t> next{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < clients; ++t) {
     threads.emplace_back([&] {
-      auto c = NewClient(node.ops);
+      auto c = NewClient(node);
       while (true) {
         const uint64_t first = next.fetch_add(100);
         if (first >= n) return;
@@ -95,12 +93,13 @@ void InsertAll(OwnNode& node, const std::string& table, uint64_t n, int clients)
 }
 
 // Polls until every node holds `n` records of `table`; returns when that happened.
-absl::Time WaitForCount(const std::vector<OwnNode*>& nodes, const std::string& table, uint64_t n,
-                        absl::Duration timeout) {
+absl::Time WaitForCount(const std::vector<const Target*>& nodes, const std::string& table,
+                        uint64_t n, absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
-  for (OwnNode* node : nodes) {
+  for (const Target* node : nodes) {
     while (RecordCount(*node, table) < static_cast<int64_t>(n)) {
-      if (absl::Now() > deadline) Die(absl::StrCat(node->name, " never caught up on ", table));
+      if (absl::Now() > deadline)
+        Die(absl::StrCat("the node at ", node->port, " never caught up on ", table));
       absl::SleepFor(absl::Milliseconds(2));  // the load generator's poll interval
     }
   }
@@ -110,13 +109,13 @@ absl::Time WaitForCount(const std::vector<OwnNode*>& nodes, const std::string& t
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string cairnd = CAIRND_PATH, json_path;
+  std::string cairnd, json_path;
   uint64_t records = 300'000, catchup = 100'000;
   int rate = 1000;
   double seconds = 5;
   CLI::App app("replication_bench: replicated throughput, visibility and catch-up of 3 nodes",
                "replication_bench");
-  app.add_option("--cairnd", cairnd, "cairnd binary to start")->capture_default_str();
+  app.add_option("--cairnd", cairnd, "cairnd binary to start (default: the one built here)");
   app.add_option("--records", records, "records for the throughput run")->capture_default_str();
   app.add_option("--rate", rate, "background writes/s during the visibility run")
       ->capture_default_str();
@@ -126,30 +125,15 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_path, "write the results as JSON here");
   CLI11_PARSE(app, argc, argv);
 
-  const std::string run_dir = cairn::bench::MakeRunDir();
-  if (run_dir.empty()) Die("cannot make a run directory");
-  std::ofstream(run_dir + "/secret") << "bench-cluster-secret\n";
-  std::map<std::string, std::unique_ptr<OwnNode>> nodes;
-  for (const char* name : {"n1", "n2", "n3"}) {
-    auto n = std::make_unique<OwnNode>();
-    n->cairnd = cairnd;
-    n->name = name;
-    n->dir = run_dir + "/" + name;
-    n->args = {"--cluster-secret-file", run_dir + "/secret"};
-    if (!n->Start()) Die(absl::StrCat("could not start ", name, ", see ", n->dir, "/cairnd.log"));
-    nodes[name] = std::move(n);
-  }
-  OwnNode &n1 = *nodes["n1"], &n2 = *nodes["n2"], &n3 = *nodes["n3"];
-  for (OwnNode* a : {&n1, &n2, &n3}) {  // every pair, both ways (add_node is persisted)
-    for (OwnNode* b : {&n1, &n2, &n3}) {
-      if (a == b) continue;
-      auto c = NewClient(a->ops);
-      std::string body;
-      if (!Post(c.get(), {{"operation", "add_node"}, {"name", b->name}, {"url", b->peer}}, &body)) {
-        Die("add_node: " + body);
-      }
-    }
-  }
+  // Three nodes linked both ways, restarted on their own ports (cluster-tests/harness).
+  cairn::bench::UseCairnd(cairnd);
+  cairn::harness::ClusterOptions options;
+  options.test_hooks = false;
+  auto started = cairn::harness::Cluster::Start(options);
+  if (!started.ok()) Die("could not start the cluster: " + started.status().ToString());
+  cairn::harness::Cluster& cluster = **started;
+  const Target n1 = cluster.node("n1").endpoint(), n2 = cluster.node("n2").endpoint(),
+               n3 = cluster.node("n3").endpoint();
   const std::string load_before = cairn::bench::LoadAverage();
 
   // --- throughput
@@ -169,7 +153,7 @@ int main(int argc, char** argv) {
   WaitForCount({&n2, &n3}, "visibility", 0, absl::Seconds(30));
   std::atomic<bool> stop{false};
   std::thread background([&] {
-    auto c = NewClient(n1.ops);
+    auto c = NewClient(n1);
     const absl::Duration step = absl::Seconds(1) / std::max(1, rate);
     absl::Time next = absl::Now();
     for (uint64_t id = 1'000'000'000; !stop.load(); ++id) {
@@ -184,8 +168,8 @@ int main(int argc, char** argv) {
   });
   std::vector<double> visible_ms;
   {
-    auto writer = NewClient(n1.ops);
-    auto reader = NewClient(n2.ops);
+    auto writer = NewClient(n1);
+    auto reader = NewClient(n2);
     const absl::Time end = absl::Now() + absl::Seconds(seconds);
     for (uint64_t probe = 0; absl::Now() < end; ++probe) {
       std::string body;
@@ -220,11 +204,10 @@ int main(int argc, char** argv) {
   // --- catch-up after a restart
   CreateTable(n1, "catchup");
   WaitForCount({&n2, &n3}, "catchup", 0, absl::Seconds(30));
-  n3.Stop(SIGTERM);
-  n3.owns_dir = false;
+  cluster.Stop("n3");
   InsertAll(n1, "catchup", catchup, 8);
   const absl::Time restart = absl::Now();
-  if (!n3.Start()) Die("n3 did not restart");
+  if (absl::Status s = cluster.Restart("n3"); !s.ok()) Die("n3 did not restart: " + s.ToString());
   const absl::Time ready = absl::Now();
   const absl::Time caught_up = WaitForCount({&n3}, "catchup", catchup, absl::Minutes(5));
   const double catchup_s = absl::ToDoubleSeconds(caught_up - ready);
@@ -259,7 +242,5 @@ int main(int argc, char** argv) {
               catchup_s);
   if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
   std::printf("%s\n", out.dump().c_str());
-  nodes.clear();
-  std::filesystem::remove_all(run_dir);
-  return 0;
+  return 0;  // the cluster's processes and directory go with it
 }
