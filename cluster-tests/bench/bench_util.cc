@@ -7,8 +7,18 @@
 
 namespace cairn::bench {
 
-void UseCairnd(const std::string& cairnd) {
+std::unique_ptr<harness::Cluster> StartCluster(const std::string& cairnd,
+                                               std::vector<std::string> names) {
   if (!cairnd.empty()) setenv("CAIRND", cairnd.c_str(), 1);  // harness::CairndPath()
+  harness::ClusterOptions options;
+  options.names = std::move(names);
+  options.test_hooks = false;
+  auto cluster = harness::Cluster::Start(std::move(options));
+  if (!cluster.ok()) {
+    std::fprintf(stderr, "could not start the nodes: %s\n", cluster.status().ToString().c_str());
+    std::exit(1);
+  }
+  return std::move(*cluster);
 }
 
 std::unique_ptr<httplib::Client> NewClient(const Target& t) {

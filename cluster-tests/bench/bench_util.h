@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cluster-tests/harness/cairnd_process.h"
+#include "cluster-tests/harness/cluster.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
 
@@ -19,8 +20,11 @@ inline constexpr char kPassword[] = "bench-password";  // of a node given with -
 // harness, cluster-tests/harness).
 using Target = harness::OpsEndpoint;
 
-// Makes the harness start `cairnd` (when not empty) instead of the binary built with it.
-void UseCairnd(const std::string& cairnd);
+// Starts the benchmark's nodes through the cluster harness: `names`, linked both ways, no
+// test hooks, running `cairnd` (when not empty) instead of the binary built with the harness.
+// Exits with a message when they do not come up.
+std::unique_ptr<harness::Cluster> StartCluster(const std::string& cairnd,
+                                               std::vector<std::string> names = {"n1", "n2", "n3"});
 
 // A keep-alive client with the target's credentials.
 std::unique_ptr<httplib::Client> NewClient(const Target& t);

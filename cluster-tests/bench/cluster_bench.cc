@@ -116,12 +116,8 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_path, "write the results as JSON here");
   CLI11_PARSE(app, argc, argv);
 
-  cairn::bench::UseCairnd(cairnd);
-  cairn::harness::ClusterOptions options;
-  options.test_hooks = false;
-  auto started = cairn::harness::Cluster::Start(options);
-  if (!started.ok()) Die("could not start the cluster: " + started.status().ToString());
-  cairn::harness::Cluster& cluster = **started;
+  std::unique_ptr<cairn::harness::Cluster> started = cairn::bench::StartCluster(cairnd);
+  cairn::harness::Cluster& cluster = *started;
   const std::string load_before = cairn::bench::LoadAverage();
   std::vector<Target> nodes;
   std::vector<pid_t> pids;

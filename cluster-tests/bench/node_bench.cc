@@ -146,16 +146,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<cairn::harness::Cluster> own;
   Target target;
   if (node.empty()) {
-    cairn::bench::UseCairnd(cairnd);
-    cairn::harness::ClusterOptions options;
-    options.names = {"bench"};
-    options.test_hooks = false;
-    auto started = cairn::harness::Cluster::Start(options);
-    if (!started.ok()) {
-      std::fprintf(stderr, "could not start cairnd: %s\n", started.status().ToString().c_str());
-      return 1;
-    }
-    own = std::move(*started);
+    own = cairn::bench::StartCluster(cairnd, {"bench"});
     target = own->node("bench").endpoint();
   } else {
     const size_t colon = node.rfind(':');

@@ -126,12 +126,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   // Three nodes linked both ways, restarted on their own ports (cluster-tests/harness).
-  cairn::bench::UseCairnd(cairnd);
-  cairn::harness::ClusterOptions options;
-  options.test_hooks = false;
-  auto started = cairn::harness::Cluster::Start(options);
-  if (!started.ok()) Die("could not start the cluster: " + started.status().ToString());
-  cairn::harness::Cluster& cluster = **started;
+  std::unique_ptr<cairn::harness::Cluster> started = cairn::bench::StartCluster(cairnd);
+  cairn::harness::Cluster& cluster = *started;
   const Target n1 = cluster.node("n1").endpoint(), n2 = cluster.node("n2").endpoint(),
                n3 = cluster.node("n3").endpoint();
   const std::string load_before = cairn::bench::LoadAverage();
