@@ -42,6 +42,17 @@ nlohmann::json PostJson(httplib::Client* c, const nlohmann::json& op) {
   return nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
 }
 
+nlohmann::json CreateBenchTable(const std::string& table) {
+  return {{"operation", "create_table"},
+          {"database", "bench"},
+          {"table", table},
+          {"primary_key", "id"},
+          {"attributes",
+           {{{"name", "id"}, {"type", "ID"}},
+            {{"name", "customer"}, {"type", "String"}, {"indexed", true}},
+            {{"name", "qty"}, {"type", "Int"}}}}};
+}
+
 double Percentile(std::vector<double>* v, double p) {
   if (v->empty()) return 0;
   const size_t k = std::min(v->size() - 1, static_cast<size_t>(p * v->size()));

@@ -33,6 +33,10 @@ bool Post(httplib::Client* c, const nlohmann::json& op, std::string* body = null
 // The answer of a 200, or null.
 nlohmann::json PostJson(httplib::Client* c, const nlohmann::json& op);
 
+// create_table of bench.<table>: {id: ID, customer: String (indexed), qty: Int}, the schema
+// of every record the benchmarks write.
+nlohmann::json CreateBenchTable(const std::string& table);
+
 double Percentile(std::vector<double>* v, double p);
 std::string LoadAverage();
 

@@ -52,14 +52,7 @@ Result Run(const Target& target, const std::string& workload, int clients, doubl
   const std::string table = absl::StrCat(workload, "_", clients);
   auto admin = NewClient(target);
   std::string error;
-  json create = {{"operation", "create_table"},
-                 {"database", "bench"},
-                 {"table", table},
-                 {"primary_key", "id"},
-                 {"attributes",
-                  {{{"name", "id"}, {"type", "ID"}},
-                   {{"name", "customer"}, {"type", "String"}, {"indexed", true}},
-                   {{"name", "qty"}, {"type", "Int"}}}}};
+  const json create = cairn::bench::CreateBenchTable(table);
   if (!Post(admin.get(), create, &error)) {
     std::fprintf(stderr, "create_table %s: %s\n", table.c_str(), error.c_str());
     std::exit(1);

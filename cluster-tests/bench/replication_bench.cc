@@ -51,14 +51,7 @@ int64_t RecordCount(const Target& n, const std::string& table) {
 void CreateTable(const Target& n, const std::string& table) {
   auto c = NewClient(n);
   std::string body;
-  json create = {{"operation", "create_table"},
-                 {"database", "bench"},
-                 {"table", table},
-                 {"primary_key", "id"},
-                 {"attributes",
-                  {{{"name", "id"}, {"type", "ID"}},
-                   {{"name", "customer"}, {"type", "String"}, {"indexed", true}},
-                   {{"name", "qty"}, {"type", "Int"}}}}};
+  const json create = cairn::bench::CreateBenchTable(table);
   if (!Post(c.get(), create, &body)) Die("create_table: " + body);
 }
 
