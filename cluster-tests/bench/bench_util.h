@@ -1,11 +1,19 @@
 // Shared pieces of the cluster benchmarks: keep-alive HTTP clients with a node's credentials,
-// percentiles and the machine's load. The nodes themselves come from the cluster harness.
+// bulk loads and waits over the operations API, percentiles, resident memory, time series for
+// the plots, and the state of the machine. The nodes themselves come from the cluster harness.
 #pragma once
 
+#include <sys/types.h>
+
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "cluster-tests/harness/cairnd_process.h"
 #include "cluster-tests/harness/cluster.h"
 #include "httplib.h"
@@ -19,6 +27,9 @@ inline constexpr char kPassword[] = "bench-password";  // of a node given with -
 // A node's operations API and credentials (nodes the benchmark starts come from the cluster
 // harness, cluster-tests/harness).
 using Target = harness::OpsEndpoint;
+
+// Prints "<program>: <what>" and exits 1: a benchmark that cannot measure says why.
+[[noreturn]] void Die(const std::string& what);
 
 // Starts the benchmark's nodes through the cluster harness: `names`, linked both ways, no
 // test hooks, running `cairnd` (when not empty) instead of the binary built with the harness.
@@ -36,8 +47,68 @@ nlohmann::json PostJson(httplib::Client* c, const nlohmann::json& op);
 // create_table of bench.<table>: {id: ID, customer: String (indexed), qty: Int}, the schema
 // of every record the benchmarks write.
 nlohmann::json CreateBenchTable(const std::string& table);
+// One record of that schema.
+nlohmann::json BenchRecord(uint64_t id);
+// Creates bench.<table> on `node`, or dies.
+void CreateTable(const Target& node, const std::string& table);
+// Inserts ids [first, first + n) into bench.<table> on `node` in batches of 100 from
+// `clients` threads, or dies.
+void InsertAll(const Target& node, const std::string& table, uint64_t first, uint64_t n,
+               int clients);
+// record_count of bench.<table> on `node`; -1 while the table is not there.
+int64_t RecordCount(const Target& node, const std::string& table);
+// Polls until every node holds at least `n` records of bench.<table>; when that happened.
+// Dies after `timeout`.
+absl::Time WaitForCount(const std::vector<Target>& nodes, const std::string& table, uint64_t n,
+                        absl::Duration timeout);
+// A counter or gauge of the node's GET /metrics (summed over its label sets); 0 if absent.
+double Metric(const Target& node, const std::string& name);
+// `node`'s lag behind each peer (cluster_status lag_entries), in the order of `peers`; -1 for
+// a peer it has no connection entry for.
+std::vector<double> LagEntries(const Target& node, const std::vector<std::string>& peers);
+
+// VmRSS of a process in MiB, 0 if unreadable.
+double RssMiB(pid_t pid);
 
 double Percentile(std::vector<double>* v, double p);
-std::string LoadAverage();
+
+// The machine when a benchmark starts: /proc/loadavg and the share of both cores busy over
+// one second (/proc/stat). The load average mostly remembers the previous run; the busy share
+// says whether something else is running now. Warns on stderr above kBusyWarning.
+inline constexpr double kBusyWarning = 0.15;
+nlohmann::json MachineState();
+
+// A time series sampled by a background thread for the plots (scripts/bench.sh --plot):
+// every `interval` it calls `sample`, which returns one row of numbers, and keeps the row
+// with the seconds since Start. Written as a whitespace-separated table gnuplot reads.
+class Series {
+ public:
+  Series(std::vector<std::string> columns, std::function<std::vector<double>()> sample,
+         absl::Duration interval = absl::Milliseconds(100));
+  ~Series();  // stops the thread
+  void Start();
+  void Stop();
+  // Adds a row now, from the caller's thread (events such as "drop started").
+  void Mark(std::vector<double> row);
+  // "# t <columns>" then the rows. False if the file cannot be written.
+  bool Write(const std::string& path) const;
+
+ private:
+  const std::vector<std::string> columns_;
+  const std::function<std::vector<double>()> sample_;
+  const absl::Duration interval_;
+  absl::Time start_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  mutable absl::Mutex mu_;
+  std::vector<std::vector<double>> rows_ ABSL_GUARDED_BY(mu_);  // [t, columns...]
+};
+
+// A Series sample of per-second rates: each call turns the counters `counts` returns into
+// their increase per second since the previous call (zeros the first time).
+std::function<std::vector<double>()> Rates(std::function<std::vector<double>()> counts);
+
+// Writes `out` to `path` (when not empty) and prints it on one line after the table.
+void EmitJson(const nlohmann::json& out, const std::string& path);
 
 }  // namespace cairn::bench

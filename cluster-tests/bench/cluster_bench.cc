@@ -9,13 +9,11 @@
 //
 //   cluster_bench [--cairnd PATH] [--repeats 20] [--records 200000] [--json FILE]
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cluster-tests/bench/bench_util.h"
@@ -24,35 +22,16 @@
 
 namespace {
 
+using cairn::bench::Die;
 using cairn::bench::NewClient;
 using cairn::bench::Percentile;
 using cairn::bench::Post;
 using cairn::bench::PostJson;
+using cairn::bench::RssMiB;
 using cairn::bench::Target;
 using nlohmann::json;
 
 constexpr int kDatabases = 10;
-
-[[noreturn]] void Die(const std::string& what) {
-  std::fprintf(stderr, "cluster_bench: %s\n", what.c_str());
-  std::exit(1);
-}
-
-// VmRSS of a process in MiB, 0 if unreadable.
-double RssMiB(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) != 0) continue;
-    int64_t kib = 0;
-    std::string digits;
-    for (char ch : line) {
-      if (ch >= '0' && ch <= '9') digits.push_back(ch);
-    }
-    if (absl::SimpleAtoi(digits, &kib)) return kib / 1024.0;
-  }
-  return 0;
-}
 
 json CreateOp(const std::string& db) {
   return {
@@ -116,9 +95,9 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_path, "write the results as JSON here");
   CLI11_PARSE(app, argc, argv);
 
+  const json machine = cairn::bench::MachineState();
   std::unique_ptr<cairn::harness::Cluster> started = cairn::bench::StartCluster(cairnd);
   cairn::harness::Cluster& cluster = *started;
-  const std::string load_before = cairn::bench::LoadAverage();
   std::vector<Target> nodes;
   std::vector<pid_t> pids;
   for (const std::string& n : cluster.names()) {
@@ -176,8 +155,7 @@ int main(int argc, char** argv) {
   const std::vector<double> loaded = rss();
 
   json out = {{"benchmark", "cluster_bench"},
-              {"machine",
-               {{"cores", std::thread::hardware_concurrency()}, {"loadavg_before", load_before}}},
+              {"machine", machine},
               {"schema_convergence",
                {{"databases_per_round", kDatabases},
                 {"rounds", repeats},
@@ -197,7 +175,6 @@ int main(int argc, char** argv) {
                 absl::StrCat("RSS after ", records, " records, n", i + 1, " MiB").c_str(),
                 loaded[i]);
   }
-  if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
-  std::printf("%s\n", out.dump().c_str());
+  cairn::bench::EmitJson(out, json_path);
   return 0;
 }

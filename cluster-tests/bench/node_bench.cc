@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -34,7 +33,6 @@
 namespace {
 
 using cairn::bench::kPassword;
-using cairn::bench::LoadAverage;
 using cairn::bench::NewClient;
 using cairn::bench::Percentile;
 using cairn::bench::Post;
@@ -149,7 +147,7 @@ int main(int argc, char** argv) {
     target.password = kPassword;
   }
 
-  const std::string load_before = LoadAverage();
+  const json machine = cairn::bench::MachineState();
   std::vector<Result> results;
   const std::vector<std::string> workloads = absl::StrSplit(workloads_list, ',');
   const std::vector<std::string> client_counts = absl::StrSplit(clients_list, ',');
@@ -163,8 +161,7 @@ int main(int argc, char** argv) {
   }
 
   json out = {{"benchmark", "node_bench"},
-              {"machine",
-               {{"cores", std::thread::hardware_concurrency()}, {"loadavg_before", load_before}}},
+              {"machine", machine},
               {"seconds_per_run", seconds},
               {"results", json::array()}};
   std::printf("\n%-9s %7s %12s %12s %9s %9s %7s\n", "workload", "clients", "records/s",
@@ -183,7 +180,6 @@ int main(int argc, char** argv) {
                               {"errors", r.errors},
                               {"seconds", r.seconds}});
   }
-  if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
-  std::printf("%s\n", out.dump().c_str());
+  cairn::bench::EmitJson(out, json_path);
   return 0;
 }

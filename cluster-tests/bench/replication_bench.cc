@@ -28,81 +28,22 @@
 
 namespace {
 
+using cairn::bench::CreateTable;
+using cairn::bench::Die;
+using cairn::bench::InsertAll;
 using cairn::bench::NewClient;
 using cairn::bench::Percentile;
 using cairn::bench::Post;
 using cairn::bench::PostJson;
+using cairn::bench::RecordCount;
 using cairn::bench::Target;
+using cairn::bench::WaitForCount;
 using nlohmann::json;
-
-[[noreturn]] void Die(const std::string& what) {
-  std::fprintf(stderr, "replication_bench: %s\n", what.c_str());
-  std::exit(1);
-}
-
-// -1 while the table is not there.
-int64_t RecordCount(const Target& n, const std::string& table) {
-  auto c = NewClient(n);
-  json d =
-      PostJson(c.get(), {{"operation", "describe_table"}, {"database", "bench"}, {"table", table}});
-  return d.is_object() ? d.value("record_count", int64_t{0}) : -1;
-}
-
-void CreateTable(const Target& n, const std::string& table) {
-  auto c = NewClient(n);
-  std::string body;
-  const json create = cairn::bench::CreateBenchTable(table);
-  if (!Post(c.get(), create, &body)) Die("create_table: " + body);
-}
-
-// Inserts ids [0, n) of `table` on `node` in batches of 100 from `clients` threads.
-void InsertAll(const Target& node, const std::string& table, uint64_t n, int clients) {
-  std::atomic<uint64_t> next{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < clients; ++t) {
-    threads.emplace_back([&] {
-      auto c = NewClient(node);
-      while (true) {
-        const uint64_t first = next.fetch_add(100);
-        if (first >= n) return;
-        json records = json::array();
-        for (uint64_t id = first; id < std::min(n, first + 100); ++id) {
-          records.push_back(
-              {{"id", id}, {"customer", absl::StrCat("c", id % 1000)}, {"qty", id % 97}});
-        }
-        std::string body;
-        if (!Post(c.get(),
-                  {{"operation", "insert"},
-                   {"database", "bench"},
-                   {"table", table},
-                   {"records", std::move(records)}},
-                  &body)) {
-          Die("insert: " + body);
-        }
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-}
-
-// Polls until every node holds `n` records of `table`; returns when that happened.
-absl::Time WaitForCount(const std::vector<const Target*>& nodes, const std::string& table,
-                        uint64_t n, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  for (const Target* node : nodes) {
-    while (RecordCount(*node, table) < static_cast<int64_t>(n)) {
-      if (absl::Now() > deadline)
-        Die(absl::StrCat("the node at ", node->port, " never caught up on ", table));
-      absl::SleepFor(absl::Milliseconds(2));  // the load generator's poll interval
-    }
-  }
-  return absl::Now();
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string cairnd, json_path;
+  std::string cairnd, json_path, series_dir;
   uint64_t records = 300'000, catchup = 100'000;
   int rate = 1000;
   double seconds = 5;
@@ -116,22 +57,35 @@ int main(int argc, char** argv) {
   app.add_option("--catchup", catchup, "records a stopped node must catch up on")
       ->capture_default_str();
   app.add_option("--json", json_path, "write the results as JSON here");
+  app.add_option("--series", series_dir, "write time series for the plots into this directory");
   CLI11_PARSE(app, argc, argv);
 
+  const json machine = cairn::bench::MachineState();
   // Three nodes linked both ways, restarted on their own ports (cluster-tests/harness).
   std::unique_ptr<cairn::harness::Cluster> started = cairn::bench::StartCluster(cairnd);
   cairn::harness::Cluster& cluster = *started;
   const Target n1 = cluster.node("n1").endpoint(), n2 = cluster.node("n2").endpoint(),
                n3 = cluster.node("n3").endpoint();
-  const std::string load_before = cairn::bench::LoadAverage();
 
   // --- throughput
   CreateTable(n1, "throughput");
-  WaitForCount({&n2, &n3}, "throughput", 0, absl::Seconds(30));
+  WaitForCount({n2, n3}, "throughput", 0, absl::Seconds(30));
+  // The plot: records/s committed on each node, sampled every 100 ms.
+  cairn::bench::Series throughput(
+      {"n1_records_per_s", "n2_records_per_s", "n3_records_per_s"}, cairn::bench::Rates([&] {
+        std::vector<double> counts;
+        for (const Target* n : {&n1, &n2, &n3}) {
+          counts.push_back(
+              static_cast<double>(std::max<int64_t>(0, RecordCount(*n, "throughput"))));
+        }
+        return counts;
+      }));
+  if (!series_dir.empty()) throughput.Start();
   const absl::Time t0 = absl::Now();
-  InsertAll(n1, "throughput", records, 8);
+  InsertAll(n1, "throughput", 0, records, 8);
   const absl::Time acked = absl::Now();
-  const absl::Time replicated = WaitForCount({&n2, &n3}, "throughput", records, absl::Minutes(5));
+  const absl::Time replicated = WaitForCount({n2, n3}, "throughput", records, absl::Minutes(5));
+  throughput.Stop();
   const double ingest_rps = records / absl::ToDoubleSeconds(acked - t0);
   const double replicated_rps = records / absl::ToDoubleSeconds(replicated - t0);
   std::fprintf(stderr, "throughput: %.0f records/s acknowledged, %.0f records/s replicated\n",
@@ -139,7 +93,7 @@ int main(int argc, char** argv) {
 
   // --- visibility under a background load
   CreateTable(n1, "visibility");
-  WaitForCount({&n2, &n3}, "visibility", 0, absl::Seconds(30));
+  WaitForCount({n2, n3}, "visibility", 0, absl::Seconds(30));
   std::atomic<bool> stop{false};
   std::thread background([&] {
     auto c = NewClient(n1);
@@ -192,21 +146,31 @@ int main(int argc, char** argv) {
 
   // --- catch-up after a restart
   CreateTable(n1, "catchup");
-  WaitForCount({&n2, &n3}, "catchup", 0, absl::Seconds(30));
+  WaitForCount({n2, n3}, "catchup", 0, absl::Seconds(30));
   cluster.Stop("n3");
-  InsertAll(n1, "catchup", catchup, 8);
+  InsertAll(n1, "catchup", 0, catchup, 8);
+  // The plot: n3's lag behind each peer and its record count while it catches up.
+  cairn::bench::Series catching_up(
+      {"lag_behind_n1", "lag_behind_n2", "n3_records"},
+      [&] {
+        std::vector<double> row = cairn::bench::LagEntries(n3, {"n1", "n2"});
+        row.push_back(static_cast<double>(RecordCount(n3, "catchup")));
+        return row;
+      },
+      absl::Milliseconds(20));
   const absl::Time restart = absl::Now();
   if (absl::Status s = cluster.Restart("n3"); !s.ok()) Die("n3 did not restart: " + s.ToString());
   const absl::Time ready = absl::Now();
-  const absl::Time caught_up = WaitForCount({&n3}, "catchup", catchup, absl::Minutes(5));
+  if (!series_dir.empty()) catching_up.Start();
+  const absl::Time caught_up = WaitForCount({n3}, "catchup", catchup, absl::Minutes(5));
+  catching_up.Stop();
   const double catchup_s = absl::ToDoubleSeconds(caught_up - ready);
   const double catchup_from_start_s = absl::ToDoubleSeconds(caught_up - restart);
   std::fprintf(stderr, "catch-up: %.2f s after ready (%.2f s after start)\n", catchup_s,
                catchup_from_start_s);
 
   json out = {{"benchmark", "replication_bench"},
-              {"machine",
-               {{"cores", std::thread::hardware_concurrency()}, {"loadavg_before", load_before}}},
+              {"machine", machine},
               {"throughput",
                {{"records", records},
                 {"acknowledged_records_per_s", ingest_rps},
@@ -229,7 +193,10 @@ int main(int argc, char** argv) {
   std::printf("%-44s %14.2f\n", "visibility on n2, max ms", vis_max);
   std::printf("%-44s %14.2f\n", absl::StrCat("catch-up of ", catchup, " records, s").c_str(),
               catchup_s);
-  if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
-  std::printf("%s\n", out.dump().c_str());
+  if (!series_dir.empty() && (!throughput.Write(series_dir + "/replication_throughput.dat") ||
+                              !catching_up.Write(series_dir + "/catchup_lag.dat"))) {
+    Die("could not write the series into " + series_dir);
+  }
+  cairn::bench::EmitJson(out, json_path);
   return 0;  // the cluster's processes and directory go with it
 }

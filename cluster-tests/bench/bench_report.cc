@@ -1,0 +1,230 @@
+// bench_report: merges the JSON of one scripts/bench.sh run (ceiling_bench, node_bench,
+// replication_bench, copy_bench, cluster_bench, drop_bench, each in DIR/<name>.json) into
+// DIR/bench-results.json, and prints the table of every figure beside its aim (issue 7) and
+// its share of this machine's ceiling measured in the same run. The table is Markdown, so
+// the README's "Performance" section can show it as printed (it is also in
+// DIR/bench-results.md). A benchmark whose JSON is missing is reported as not run.
+//
+//   bench_report DIR
+
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
+
+namespace {
+
+using nlohmann::json;
+
+json Load(const std::string& dir, const std::string& name) {
+  std::ifstream in(dir + "/" + name + ".json");
+  if (!in) return nullptr;
+  return json::parse(in, nullptr, /*allow_exceptions=*/false);
+}
+
+// The value at a JSON pointer ("/drop/p99_ms"), if it is a number.
+std::optional<double> At(const json& doc, const std::string& pointer) {
+  if (!doc.is_object()) return std::nullopt;
+  const json::json_pointer p(pointer);
+  if (!doc.contains(p) || !doc.at(p).is_number()) return std::nullopt;
+  return doc.at(p).get<double>();
+}
+
+struct Row {
+  std::string id;       // the issue's letter
+  std::string measure;  // what was measured
+  std::optional<double> value;
+  std::string unit;
+  // The aim: value >= aim (higher is better) or value <= aim; none when nullopt.
+  std::optional<double> aim;
+  bool higher_is_better = true;
+  // The ceiling the value is a share of, and its name; none when nullopt.
+  std::optional<double> ceiling;
+  std::string ceiling_name;
+};
+
+// "1M", "100k", "3000": a count in a measure's name.
+std::string Count(std::optional<double> n) {
+  if (!n) return "?";
+  const auto v = static_cast<int64_t>(*n);
+  if (v % 1'000'000 == 0) return absl::StrCat(v / 1'000'000, "M");
+  if (v % 1'000 == 0) return absl::StrCat(v / 1'000, "k");
+  return absl::StrCat(v);
+}
+
+std::string Number(double v) {
+  if (v >= 1000) return absl::StrFormat("%.0f", v);
+  if (v >= 10) return absl::StrFormat("%.1f", v);
+  return absl::StrFormat("%.2f", v);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: bench_report DIR\n");
+    return 2;
+  }
+  const std::string dir = argv[1];
+  const json ceiling = Load(dir, "ceiling"), node = Load(dir, "node"),
+             replication = Load(dir, "replication"), copy = Load(dir, "copy"),
+             cluster = Load(dir, "cluster"), drop = Load(dir, "drop");
+
+  const std::optional<double> storage_batch = At(ceiling, "/storage/batch100_records_per_s");
+  const std::optional<double> storage_single = At(ceiling, "/storage/single_records_per_s");
+  const std::optional<double> http_single = At(ceiling, "/http/single_requests_per_s");
+  const std::optional<double> grpc2 = At(ceiling, "/grpc/stream2_records_per_s");
+  // A 3-node cluster on one machine commits every record three times: its storage bound.
+  std::optional<double> storage_by_3;
+  if (storage_batch) storage_by_3 = *storage_batch / 3;
+
+  std::vector<Row> rows;
+  auto node_result = [&](const std::string& workload, int clients) -> std::optional<double> {
+    if (!node.is_object()) return std::nullopt;
+    for (const json& r : node.value("results", json::array())) {
+      if (r.value("workload", "") == workload && r.value("clients", 0) == clients) {
+        return r.value("records_per_s", 0.0);
+      }
+    }
+    return std::nullopt;
+  };
+  for (int clients : {1, 8, 32}) {
+    std::optional<double> aim;
+    if (clients == 32) aim = 50'000;
+    rows.push_back({"a",
+                    absl::StrCat("one node, 100-record batches, ", clients,
+                                 clients == 1 ? " client" : " clients"),
+                    node_result("batch100", clients), "records/s", aim, true, storage_batch,
+                    "RocksDB batches"});
+  }
+  for (int clients : {1, 8, 32}) {
+    std::optional<double> aim;
+    if (clients == 32) aim = 10'000;
+    rows.push_back(
+        {"a",
+         absl::StrCat("one node, single upserts, ", clients, clients == 1 ? " client" : " clients"),
+         node_result("upsert", clients), "records/s", aim, true, http_single, "HTTP round trips"});
+  }
+  rows.push_back({"a", "(RocksDB single-record batches, 32 threads)", storage_single, "records/s",
+                  std::nullopt, true, std::nullopt, ""});
+  rows.push_back({"b", "3 nodes, replicated to both peers (8 clients on n1)",
+                  At(replication, "/throughput/replicated_records_per_s"), "records/s", 30'000,
+                  true, storage_by_3, "RocksDB batches / 3 nodes"});
+  rows.push_back({"b", "(gRPC stream ceiling, 2 streams)", grpc2, "records/s", std::nullopt, true,
+                  std::nullopt, ""});
+  rows.push_back({"c", "time to visible on a peer at 1k writes/s, p50",
+                  At(replication, "/visibility/p50_ms"), "ms", std::nullopt, false, std::nullopt,
+                  ""});
+  rows.push_back({"c", "time to visible, p99", At(replication, "/visibility/p99_ms"), "ms", 10,
+                  false, std::nullopt, ""});
+  rows.push_back({"c", "time to visible, max", At(replication, "/visibility/max_ms"), "ms",
+                  std::nullopt, false, std::nullopt, ""});
+  rows.push_back({"d",
+                  absl::StrCat("catch-up of ", Count(At(replication, "/catchup/records")),
+                               " records after a restart"),
+                  At(replication, "/catchup/seconds_after_ready"), "s", 3, false, std::nullopt,
+                  ""});
+  rows.push_back(
+      {"d", absl::StrCat("full copy of ", Count(At(copy, "/records")), " records to a new node"),
+       At(copy, "/full_copy/rows_per_s"), "rows/s", 100'000, true, storage_batch,
+       "RocksDB batches"});
+  rows.push_back({"e", "schema convergence, 10 databases on 3 nodes, p50",
+                  At(cluster, "/schema_convergence/p50_ms"), "ms", std::nullopt, false,
+                  std::nullopt, ""});
+  rows.push_back({"e", "schema convergence, p99", At(cluster, "/schema_convergence/p99_ms"), "ms",
+                  1000, false, std::nullopt, ""});
+  rows.push_back({"f", "drop with 8 writers on the table, p99", At(drop, "/drop/p99_ms"), "ms",
+                  std::nullopt, false, std::nullopt, ""});
+  rows.push_back({"f", "drop after the drain, p99", At(drop, "/drop/after_drain_p99_ms"), "ms", 100,
+                  false, std::nullopt, ""});
+  rows.push_back({"f", "other table's writes kept during drops",
+                  At(drop, "/other_table/share_during_drops"), "share", 0.9, true, std::nullopt,
+                  ""});
+  std::optional<double> idle, loaded;
+  if (cluster.is_object()) {
+    for (const json& v : cluster["rss_mib"].value("idle", json::array())) {
+      idle = std::max(idle.value_or(0), v.get<double>());
+    }
+    for (const json& v : cluster["rss_mib"].value("loaded", json::array())) {
+      loaded = std::max(loaded.value_or(0), v.get<double>());
+    }
+  }
+  rows.push_back(
+      {"g", "RSS of a node, idle (largest of 3)", idle, "MiB", 64, false, std::nullopt, ""});
+  rows.push_back({"g",
+                  absl::StrCat("RSS of a node after ", Count(At(cluster, "/rss_mib/records")),
+                               " records (largest of 3)"),
+                  loaded, "MiB", std::nullopt, false, std::nullopt, ""});
+
+  json results = json::array();
+  std::string table =
+      "| | measure | result | aim | met | share of ceiling |\n|---|---|---|---|---|---|\n";
+  int missed = 0, not_run = 0;
+  for (const Row& r : rows) {
+    json entry = {{"id", r.id}, {"measure", r.measure}, {"unit", r.unit}};
+    std::string result = "not run", aim = "", met = "", share = "";
+    if (r.value) {
+      entry["value"] = *r.value;
+      result = absl::StrCat(Number(*r.value), " ", r.unit);
+    } else {
+      ++not_run;
+    }
+    if (r.aim) {
+      entry["aim"] = {{r.higher_is_better ? "at_least" : "at_most", *r.aim}};
+      aim = absl::StrCat(r.higher_is_better ? "≥ " : "≤ ", Number(*r.aim), " ", r.unit);
+      if (r.value) {
+        const bool ok = r.higher_is_better ? *r.value >= *r.aim : *r.value <= *r.aim;
+        entry["aim_met"] = ok;
+        met = ok ? "yes" : "**no**";
+        missed += ok ? 0 : 1;
+      }
+    }
+    if (r.ceiling && r.value && *r.ceiling > 0) {
+      entry["ceiling"] = {{"name", r.ceiling_name}, {"value", *r.ceiling}};
+      entry["share_of_ceiling"] = *r.value / *r.ceiling;
+      share = absl::StrFormat("%.0f%% of %s (%s)", 100 * *r.value / *r.ceiling, r.ceiling_name,
+                              Number(*r.ceiling));
+    }
+    results.push_back(std::move(entry));
+    absl::StrAppend(&table, "| ", r.id, " | ", r.measure, " | ", result, " | ", aim, " | ", met,
+                    " | ", share, " |\n");
+  }
+
+  json busy = json::object();
+  for (const auto& [name, doc] : {std::pair<std::string, const json*>{"ceiling", &ceiling},
+                                  {"node", &node},
+                                  {"replication", &replication},
+                                  {"copy", &copy},
+                                  {"cluster", &cluster},
+                                  {"drop", &drop}}) {
+    if (doc->is_object()) busy[name] = (*doc)["machine"];
+  }
+  const json out = {{"results", results},
+                    {"ceilings", ceiling.is_object() ? ceiling : json(nullptr)},
+                    {"machine_before_each", busy},
+                    {"runs",
+                     {{"node", node},
+                      {"replication", replication},
+                      {"copy", copy},
+                      {"cluster", cluster},
+                      {"drop", drop}}}};
+  std::ofstream(dir + "/bench-results.json") << out.dump(2) << "\n";
+  std::ofstream(dir + "/bench-results.md") << table;
+  std::printf("%s", table.c_str());
+  for (const auto& [name, state] : busy.items()) {
+    if (state.value("busy_warning", false)) {
+      std::printf(
+          "\nWARNING: the machine was busy before %s (%.0f%% of its cores in use); its "
+          "figures are low.\n",
+          name.c_str(), 100 * state.value("busy_before", 0.0));
+    }
+  }
+  std::printf("\n%d aims missed, %d figures not run. JSON: %s/bench-results.json\n", missed,
+              not_run, dir.c_str());
+  return 0;
+}
