@@ -715,6 +715,7 @@ std::vector<PeerStatus> Cluster::Status() const {
         p.full_copy_active = r.copy_active;
         p.full_copy_percent = r.copy_percent;
         p.full_copy_rows_per_s = r.copy_rows_per_s;
+        p.entries_received = r.entries_received;
         p.cursors = r.cursors;
       }
     }

@@ -93,6 +93,7 @@ struct PeerStatus {
   bool full_copy_active = false;
   double full_copy_percent = 0;
   double full_copy_rows_per_s = 0;
+  uint64_t entries_received = 0;                   // since the link came up
   absl::btree_map<std::string, uint64_t> cursors;  // last applied seq of its log, per database
 };
 

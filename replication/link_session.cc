@@ -183,7 +183,7 @@ void LinkSession::WriterLoop() {
   }
   // Nothing is sent that the peer did not advertise (R1): schema only to schema.v1 peers,
   // batches only once the peer subscribed (which only a records.v1 peer does).
-  LogSender sender(cluster_->node(), cluster_->ExclusionsFor(peer_));
+  LogSender sender(cluster_->node(), peer_, cluster_->ExclusionsFor(peer_));
   uint64_t schema_version = 0;
   while (WriteRound(&sender, &schema_version)) {
   }

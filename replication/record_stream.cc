@@ -40,8 +40,9 @@ void RowEntry(const std::string& table, absl::string_view encoded_pk, StoredReco
 // ---------------------------------------------------------------------------------------------
 // LogSender
 
-LogSender::LogSender(catalog::LocalNode* node, Exclusions exclusions, StreamLimits limits)
-    : node_(node), exclusions_(std::move(exclusions)), limits_(limits) {}
+LogSender::LogSender(catalog::LocalNode* node, std::string peer, Exclusions exclusions,
+                     StreamLimits limits)
+    : node_(node), peer_(std::move(peer)), exclusions_(std::move(exclusions)), limits_(limits) {}
 
 void LogSender::Subscribe(const peer::v1::Subscribe& subscribe) {
   subscribed_ = true;
@@ -201,8 +202,11 @@ absl::StatusOr<bool> LogSender::NextLog(const catalog::CatalogSnapshot& snap, co
       ChangeEntry e;
       if (!e.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) continue;
       auto def = snap.FindTable(db, e.table());
-      // Dropped since, node-local (C11) or excluded (R11): not sent.
-      if (!def.ok() || !(*def)->replicate() || Excluded(db, e.table())) continue;
+      // Dropped since, node-local (C11) or excluded (R11): not sent. Nor the peer's own
+      // writes, which it holds (peer_): relaying them back doubled every link's traffic.
+      if (!def.ok() || !(*def)->replicate() || Excluded(db, e.table()) || e.origin() == peer_) {
+        continue;
+      }
       keys.push_back(storage::RecordKey((*def)->generation_id(), e.key()));
       entries.push_back(std::move(e));
     }
@@ -412,6 +416,7 @@ absl::Status ReceiverState::Apply(const peer::v1::ChangeBatch& batch) {
   }
   ++batches_;
   entries_applied_ += stats.applied;
+  entries_received_ += static_cast<uint64_t>(batch.entries_size());
   for (const ChangeEntry& e : entries) p.newest_version = std::max(p.newest_version, e.version());
   p.head = std::max(p.head, batch.head_seq());
   if (cursor.has_value()) {
@@ -437,6 +442,7 @@ ReceiveStats ReceiverState::Stats(absl::Time now) const {
   ReceiveStats s;
   s.batches = batches_;
   s.entries_applied = entries_applied_;
+  s.entries_received = entries_received_;
   uint64_t done = 0, total = 0, rows_since = 0;
   absl::Time earliest = now;
   for (const auto& [db, p] : progress_) {

@@ -41,8 +41,9 @@ struct StreamLimits {
 
 class LogSender {
  public:
-  // `exclusions`: the route's (R11, sender's side).
-  LogSender(catalog::LocalNode* node, Exclusions exclusions, StreamLimits limits = {});
+  // `peer`: the node this stream goes to; `exclusions`: the route's (R11, sender's side).
+  LogSender(catalog::LocalNode* node, std::string peer, Exclusions exclusions,
+            StreamLimits limits = {});
 
   // Starts serving the peer's subscription: cursors it can serve stream from there; the
   // others (and every database it has no cursor for) get a full copy first.
@@ -85,6 +86,10 @@ class LogSender {
                                    peer::v1::ChangeBatch* out);
 
   catalog::LocalNode* const node_;
+  // The log stream skips the entries this peer wrote itself: it holds them already (its
+  // store keeps every write it acknowledged for as long as its log id lasts; a rebuilt
+  // node has a new log id and gets a full copy). Full copies and refetches send them.
+  const std::string peer_;
   Exclusions exclusions_;
   const StreamLimits limits_;
   bool subscribed_ = false;
@@ -106,6 +111,7 @@ struct ReceiveStats {
   double copy_rows_per_s = 0;
   uint64_t batches = 0;
   uint64_t entries_applied = 0;
+  uint64_t entries_received = 0;                   // in log and copy batches, applied or not
   absl::btree_map<std::string, uint64_t> cursors;  // last applied seq per database
 };
 
@@ -146,6 +152,7 @@ class ReceiverState {
   absl::btree_set<std::pair<std::string, std::string>> refetch_asked_;  // (db, table)
   uint64_t batches_ = 0;
   uint64_t entries_applied_ = 0;
+  uint64_t entries_received_ = 0;
 };
 
 }  // namespace cairn::replication

@@ -29,15 +29,17 @@ set output pngs."/drop-lag.png"
 set title "Drops of a table with 8 writers on it: peers' lag and the other table's writes"
 set ylabel "lag (log entries)"
 set y2label "other table, writes/s"
-set yrange [0:*]
-set y2range [0:*]
-plot data."/drop_events.dat" using 1:($2 > 0 ? 1e9 : 0) with steps lc rgb "#dddddd" \
-         fill solid noborder axes x1y2 notitle, \
+stats data."/drop_lag.dat" using 4 name "W" nooutput
+top = W_max * 1.15
+set yrange [0:10<*]
+set y2range [0:top]
+plot data."/drop_events.dat" using 1:($2 > 0 ? top : 0) with fillsteps fs solid 0.25 noborder \
+         lc rgb "#888888" axes x1y2 title "drop in progress", \
      data."/drop_lag.dat" using 1:2 with lines lw 2 title "n2 behind n1", \
      "" using 1:3 with lines lw 2 title "n3 behind n1", \
      "" using 1:4 axes x1y2 with lines lw 1 title "other table, writes/s"
-unset yrange
-unset y2range
+set autoscale y
+set autoscale y2
 
 # (d) Full copy of 1M records to a new node.
 set output pngs."/full-copy.png"

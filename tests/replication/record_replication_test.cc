@@ -130,6 +130,45 @@ TEST_F(RecordReplicationTest, R5_WritesOnEveryNodeOfThreeConverge) {
   }
 }
 
+// R5: a node's writes reach its peers, and the relays do not send them back to it: the
+// log stream skips the entries the receiving peer wrote itself (LogSender::peer_). The
+// relay between the two others still carries them (a node reached only through a relay
+// gets everything, R8).
+TEST_F(RecordReplicationTest, R5_APeersOwnWritesAreNotSentBackToIt) {
+  auto a = NewNode("a"), b = NewNode("b"), c = NewNode("c");
+  Link(a.get(), b.get());
+  Link(b.get(), c.get());
+  Link(c.get(), a.get());
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  ASSERT_EVENTUALLY([&] {
+    ASSERT_NE(b->Table("shop", "orders"), nullptr);
+    ASSERT_NE(c->Table("shop", "orders"), nullptr);
+  });
+  json batch = json::array();
+  for (int i = 0; i < 50; ++i) batch.push_back({{"id", absl::StrCat("k", i)}, {"name", "a"}});
+  ASSERT_OK(a->records().Write("shop", "orders", batch, catalog::WriteMode::kInsert));
+  ASSERT_EVENTUALLY([&] {
+    ASSERT_EQ(TableRows(*b, "shop", "orders").size(), 50u);
+    ASSERT_EQ(TableRows(*c, "shop", "orders").size(), 50u);
+    for (TestNode* n : {a.get(), b.get(), c.get()}) {
+      for (const char* peer : {"a", "b", "c"}) {
+        if (n->name() == peer) continue;
+        ASSERT_EQ(n->StatusOf(peer).lag_entries, 0u) << n->name();
+      }
+    }
+  });
+  // Each of b and c gets a's rows from a, and again through the other one (b's and c's
+  // logs hold them too); once those relays ran, still nothing went back to a.
+  EXPECT_EQ(b->StatusOf("a").entries_received, 50u);
+  EXPECT_EQ(c->StatusOf("a").entries_received, 50u);
+  ASSERT_EVENTUALLY([&] {
+    ASSERT_EQ(b->StatusOf("c").entries_received, 50u);
+    ASSERT_EQ(c->StatusOf("b").entries_received, 50u);
+  });
+  EXPECT_EQ(a->StatusOf("b").entries_received, 0u);
+  EXPECT_EQ(a->StatusOf("c").entries_received, 0u);
+}
+
 // R8, R6, R7: a node that was down catches up from its stored cursors without applying
 // anything twice; then, with the origin gone, a new node gets everything from a peer that
 // only relayed it.
