@@ -17,6 +17,16 @@
 
 namespace cairn::bench {
 
+void AddCommonFlags(CLI::App* app, CommonFlags* flags, bool series) {
+  app->add_option("--cairnd", flags->cairnd,
+                  "cairnd binary to start (default: the one built here)");
+  app->add_option("--json", flags->json, "write the results as JSON here");
+  if (series) {
+    app->add_option("--series", flags->series,
+                    "write time series for the plots into this directory");
+  }
+}
+
 void Die(const std::string& what) {
   std::fprintf(stderr, "%s: %s\n", program_invocation_short_name, what.c_str());
   std::exit(1);

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cluster-tests/harness/cairnd_process.h"
@@ -27,6 +28,14 @@ inline constexpr char kPassword[] = "bench-password";  // of a node given with -
 // A node's operations API and credentials (nodes the benchmark starts come from the cluster
 // harness, cluster-tests/harness).
 using Target = harness::OpsEndpoint;
+
+// The flags every cluster benchmark takes: --cairnd, --json and (with `series`) --series.
+struct CommonFlags {
+  std::string cairnd;  // the binary to start; empty: the one built with the harness
+  std::string json;    // write the results as JSON here
+  std::string series;  // write time series for the plots into this directory
+};
+void AddCommonFlags(CLI::App* app, CommonFlags* flags, bool series = false);
 
 // Prints "<program>: <what>" and exits 1: a benchmark that cannot measure says why.
 [[noreturn]] void Die(const std::string& what);

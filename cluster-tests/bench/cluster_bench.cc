@@ -84,19 +84,18 @@ double ConvergenceRound(const std::vector<Target>& nodes, int round) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string cairnd, json_path;
   int repeats = 20;
   int64_t records = 200'000;
   CLI::App app("cluster_bench: schema convergence and memory of a 3-node cluster", "cluster_bench");
-  app.add_option("--cairnd", cairnd, "cairnd binary to start (default: the one built here)");
   app.add_option("--repeats", repeats, "schema convergence rounds")->capture_default_str();
   app.add_option("--records", records, "records written before the loaded RSS")
       ->capture_default_str();
-  app.add_option("--json", json_path, "write the results as JSON here");
+  cairn::bench::CommonFlags flags;
+  cairn::bench::AddCommonFlags(&app, &flags);
   CLI11_PARSE(app, argc, argv);
 
   const json machine = cairn::bench::MachineState();
-  std::unique_ptr<cairn::harness::Cluster> started = cairn::bench::StartCluster(cairnd);
+  std::unique_ptr<cairn::harness::Cluster> started = cairn::bench::StartCluster(flags.cairnd);
   cairn::harness::Cluster& cluster = *started;
   std::vector<Target> nodes;
   std::vector<pid_t> pids;
@@ -175,6 +174,6 @@ int main(int argc, char** argv) {
                 absl::StrCat("RSS after ", records, " records, n", i + 1, " MiB").c_str(),
                 loaded[i]);
   }
-  cairn::bench::EmitJson(out, json_path);
+  cairn::bench::EmitJson(out, flags.json);
   return 0;
 }

@@ -43,17 +43,16 @@ std::vector<double> CopyProgress(const Target& node) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string cairnd, json_path, series_dir;
   uint64_t records = 1'000'000;
   CLI::App app("copy_bench: a full copy of a node's records to a new node", "copy_bench");
-  app.add_option("--cairnd", cairnd, "cairnd binary to start (default: the one built here)");
   app.add_option("--records", records, "records the new node copies")->capture_default_str();
-  app.add_option("--json", json_path, "write the results as JSON here");
-  app.add_option("--series", series_dir, "write time series for the plots into this directory");
+  cairn::bench::CommonFlags flags;
+  cairn::bench::AddCommonFlags(&app, &flags, /*series=*/true);
   CLI11_PARSE(app, argc, argv);
 
   const json machine = cairn::bench::MachineState();
-  std::unique_ptr<cairn::harness::Cluster> started = cairn::bench::StartCluster(cairnd, {"n1"});
+  std::unique_ptr<cairn::harness::Cluster> started =
+      cairn::bench::StartCluster(flags.cairnd, {"n1"});
   cairn::harness::Cluster& cluster = *started;
   const Target n1 = cluster.node("n1").endpoint();
   cairn::bench::CreateTable(n1, "copy");
@@ -72,7 +71,7 @@ int main(int argc, char** argv) {
     row.push_back(static_cast<double>(cairn::bench::RecordCount(n2, "copy")));
     return row;
   });
-  if (!series_dir.empty()) progress.Start();
+  if (!flags.series.empty()) progress.Start();
   const absl::Time copied = cairn::bench::WaitForCount({n2}, "copy", records, absl::Minutes(10));
   progress.Stop();
   const double copy_s = absl::ToDoubleSeconds(copied - ready);
@@ -92,9 +91,9 @@ int main(int argc, char** argv) {
   std::printf("%-52s %12.2f\n", absl::StrCat("full copy of ", records, " records to n2, s").c_str(),
               copy_s);
   std::printf("%-52s %12.0f\n", "full copy, rows/s", rows_per_s);
-  if (!series_dir.empty() && !progress.Write(series_dir + "/copy_progress.dat")) {
-    Die("could not write the series into " + series_dir);
+  if (!flags.series.empty() && !progress.Write(flags.series + "/copy_progress.dat")) {
+    Die("could not write the series into " + flags.series);
   }
-  cairn::bench::EmitJson(out, json_path);
+  cairn::bench::EmitJson(out, flags.json);
   return 0;
 }

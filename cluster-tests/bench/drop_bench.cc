@@ -53,19 +53,17 @@ struct Interval {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string cairnd, json_path, series_dir;
   int rounds = 20, writers = 8;
   CLI::App app("drop_bench: drop latency under load and the other table's throughput",
                "drop_bench");
-  app.add_option("--cairnd", cairnd, "cairnd binary to start (default: the one built here)");
   app.add_option("--rounds", rounds, "drops measured")->capture_default_str();
   app.add_option("--writers", writers, "writers on each table")->capture_default_str();
-  app.add_option("--json", json_path, "write the results as JSON here");
-  app.add_option("--series", series_dir, "write time series for the plots into this directory");
+  cairn::bench::CommonFlags flags;
+  cairn::bench::AddCommonFlags(&app, &flags, /*series=*/true);
   CLI11_PARSE(app, argc, argv);
 
   const json machine = cairn::bench::MachineState();
-  std::unique_ptr<cairn::harness::Cluster> started = cairn::bench::StartCluster(cairnd);
+  std::unique_ptr<cairn::harness::Cluster> started = cairn::bench::StartCluster(flags.cairnd);
   cairn::harness::Cluster& cluster = *started;
   const Target n1 = cluster.node("n1").endpoint(), n2 = cluster.node("n2").endpoint(),
                n3 = cluster.node("n3").endpoint();
@@ -102,7 +100,7 @@ int main(int argc, char** argv) {
 
   // Plots: each peer's lag behind n1, and the other table's writes/s over the last sample.
   std::unique_ptr<cairn::bench::Series> lag, events;
-  if (!series_dir.empty()) {
+  if (!flags.series.empty()) {
     auto rate = cairn::bench::Rates([&] { return std::vector<double>{1.0 * other_writes}; });
     lag = std::make_unique<cairn::bench::Series>(
         std::vector<std::string>{"n2_lag_entries", "n3_lag_entries", "other_writes_per_s"},
@@ -195,12 +193,12 @@ int main(int argc, char** argv) {
   std::printf("%-52s %10.0f\n", "other table, writes/s before drops", before);
   std::printf("%-52s %10.0f\n", "other table, writes/s during drops", during);
   std::printf("%-52s %10.2f\n", "other table, share kept during drops", share);
-  if (!series_dir.empty()) {
-    if (!lag->Write(series_dir + "/drop_lag.dat") ||
-        !events->Write(series_dir + "/drop_events.dat")) {
-      Die("could not write the series into " + series_dir);
+  if (!flags.series.empty()) {
+    if (!lag->Write(flags.series + "/drop_lag.dat") ||
+        !events->Write(flags.series + "/drop_events.dat")) {
+      Die("could not write the series into " + flags.series);
     }
   }
-  cairn::bench::EmitJson(out, json_path);
+  cairn::bench::EmitJson(out, flags.json);
   return 0;
 }

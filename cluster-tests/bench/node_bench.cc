@@ -121,23 +121,23 @@ Result Run(const Target& target, const std::string& workload, int clients, doubl
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string cairnd, node, json_path, clients_list = "1,8,32", workloads_list = "batch100,upsert";
+  std::string node, clients_list = "1,8,32", workloads_list = "batch100,upsert";
   double seconds = 5;
   CLI::App app("node_bench: records/s and latency of one cairn node over HTTP", "node_bench");
-  app.add_option("--cairnd", cairnd, "cairnd binary to start (default: the one built here)");
   app.add_option("--node", node,
                  "HOST:PORT of a running node instead (password: " + std::string(kPassword) + ")");
   app.add_option("--seconds", seconds, "measured seconds per run")->capture_default_str();
   app.add_option("--clients", clients_list, "concurrent clients, comma separated")
       ->capture_default_str();
   app.add_option("--workloads", workloads_list, "batch100,upsert")->capture_default_str();
-  app.add_option("--json", json_path, "write the results as JSON here");
+  cairn::bench::CommonFlags flags;
+  cairn::bench::AddCommonFlags(&app, &flags);
   CLI11_PARSE(app, argc, argv);
 
   std::unique_ptr<cairn::harness::Cluster> own;
   Target target;
   if (node.empty()) {
-    own = cairn::bench::StartCluster(cairnd, {"bench"});
+    own = cairn::bench::StartCluster(flags.cairnd, {"bench"});
     target = own->node("bench").endpoint();
   } else {
     const size_t colon = node.rfind(':');
@@ -180,6 +180,6 @@ int main(int argc, char** argv) {
                               {"errors", r.errors},
                               {"seconds", r.seconds}});
   }
-  cairn::bench::EmitJson(out, json_path);
+  cairn::bench::EmitJson(out, flags.json);
   return 0;
 }

@@ -43,26 +43,24 @@ using nlohmann::json;
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string cairnd, json_path, series_dir;
   uint64_t records = 300'000, catchup = 100'000;
   int rate = 1000;
   double seconds = 5;
   CLI::App app("replication_bench: replicated throughput, visibility and catch-up of 3 nodes",
                "replication_bench");
-  app.add_option("--cairnd", cairnd, "cairnd binary to start (default: the one built here)");
   app.add_option("--records", records, "records for the throughput run")->capture_default_str();
   app.add_option("--rate", rate, "background writes/s during the visibility run")
       ->capture_default_str();
   app.add_option("--seconds", seconds, "length of the visibility run")->capture_default_str();
   app.add_option("--catchup", catchup, "records a stopped node must catch up on")
       ->capture_default_str();
-  app.add_option("--json", json_path, "write the results as JSON here");
-  app.add_option("--series", series_dir, "write time series for the plots into this directory");
+  cairn::bench::CommonFlags flags;
+  cairn::bench::AddCommonFlags(&app, &flags, /*series=*/true);
   CLI11_PARSE(app, argc, argv);
 
   const json machine = cairn::bench::MachineState();
   // Three nodes linked both ways, restarted on their own ports (cluster-tests/harness).
-  std::unique_ptr<cairn::harness::Cluster> started = cairn::bench::StartCluster(cairnd);
+  std::unique_ptr<cairn::harness::Cluster> started = cairn::bench::StartCluster(flags.cairnd);
   cairn::harness::Cluster& cluster = *started;
   const Target n1 = cluster.node("n1").endpoint(), n2 = cluster.node("n2").endpoint(),
                n3 = cluster.node("n3").endpoint();
@@ -80,7 +78,7 @@ int main(int argc, char** argv) {
         }
         return counts;
       }));
-  if (!series_dir.empty()) throughput.Start();
+  if (!flags.series.empty()) throughput.Start();
   const absl::Time t0 = absl::Now();
   InsertAll(n1, "throughput", 0, records, 8);
   const absl::Time acked = absl::Now();
@@ -161,7 +159,7 @@ int main(int argc, char** argv) {
   const absl::Time restart = absl::Now();
   if (absl::Status s = cluster.Restart("n3"); !s.ok()) Die("n3 did not restart: " + s.ToString());
   const absl::Time ready = absl::Now();
-  if (!series_dir.empty()) catching_up.Start();
+  if (!flags.series.empty()) catching_up.Start();
   const absl::Time caught_up = WaitForCount({n3}, "catchup", catchup, absl::Minutes(5));
   catching_up.Stop();
   const double catchup_s = absl::ToDoubleSeconds(caught_up - ready);
@@ -193,10 +191,10 @@ int main(int argc, char** argv) {
   std::printf("%-44s %14.2f\n", "visibility on n2, max ms", vis_max);
   std::printf("%-44s %14.2f\n", absl::StrCat("catch-up of ", catchup, " records, s").c_str(),
               catchup_s);
-  if (!series_dir.empty() && (!throughput.Write(series_dir + "/replication_throughput.dat") ||
-                              !catching_up.Write(series_dir + "/catchup_lag.dat"))) {
-    Die("could not write the series into " + series_dir);
+  if (!flags.series.empty() && (!throughput.Write(flags.series + "/replication_throughput.dat") ||
+                                !catching_up.Write(flags.series + "/catchup_lag.dat"))) {
+    Die("could not write the series into " + flags.series);
   }
-  cairn::bench::EmitJson(out, json_path);
+  cairn::bench::EmitJson(out, flags.json);
   return 0;  // the cluster's processes and directory go with it
 }

@@ -72,6 +72,18 @@ class RecordReplicationTest : public ::testing::Test {
     }
     return out;
   }
+  // Links every pair of the three, creates shop.orders {name} on `a` and waits until the
+  // others have it.
+  void LinkAllAndCreateOrders(TestNode* a, TestNode* b, TestNode* c) {
+    Link(a, b);
+    Link(b, c);
+    Link(c, a);
+    ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+    ASSERT_EVENTUALLY([&] {
+      ASSERT_NE(b->Table("shop", "orders"), nullptr);
+      ASSERT_NE(c->Table("shop", "orders"), nullptr);
+    });
+  }
   static void ExpectNoDuplicateEntries(TestNode& n, const std::string& db) {
     std::vector<std::string> entries = LogEntries(n, db);
     std::sort(entries.begin(), entries.end());
@@ -87,14 +99,7 @@ class RecordReplicationTest : public ::testing::Test {
 TEST_F(RecordReplicationTest, R5_WritesOnEveryNodeOfThreeConverge) {
   const uint64_t seed = testing::TestSeed();
   auto a = NewNode("a"), b = NewNode("b"), c = NewNode("c");
-  Link(a.get(), b.get());
-  Link(b.get(), c.get());
-  Link(c.get(), a.get());
-  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
-  ASSERT_EVENTUALLY([&] {
-    ASSERT_NE(b->Table("shop", "orders"), nullptr);
-    ASSERT_NE(c->Table("shop", "orders"), nullptr);
-  });
+  ASSERT_NO_FATAL_FAILURE(LinkAllAndCreateOrders(a.get(), b.get(), c.get()));
   auto writer = [&](TestNode* n, uint64_t s) {
     std::mt19937_64 rng(s);
     for (int round = 0; round < 60; ++round) {
@@ -136,14 +141,7 @@ TEST_F(RecordReplicationTest, R5_WritesOnEveryNodeOfThreeConverge) {
 // gets everything, R8).
 TEST_F(RecordReplicationTest, R5_APeersOwnWritesAreNotSentBackToIt) {
   auto a = NewNode("a"), b = NewNode("b"), c = NewNode("c");
-  Link(a.get(), b.get());
-  Link(b.get(), c.get());
-  Link(c.get(), a.get());
-  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
-  ASSERT_EVENTUALLY([&] {
-    ASSERT_NE(b->Table("shop", "orders"), nullptr);
-    ASSERT_NE(c->Table("shop", "orders"), nullptr);
-  });
+  ASSERT_NO_FATAL_FAILURE(LinkAllAndCreateOrders(a.get(), b.get(), c.get()));
   json batch = json::array();
   for (int i = 0; i < 50; ++i) batch.push_back({{"id", absl::StrCat("k", i)}, {"name", "a"}});
   ASSERT_OK(a->records().Write("shop", "orders", batch, catalog::WriteMode::kInsert));
