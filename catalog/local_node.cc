@@ -14,6 +14,8 @@ absl::StatusOr<std::unique_ptr<LocalNode>> LocalNode::Open(const std::string& pa
   eo.sync_writes = options.sync_writes;
   eo.clock = clock;
   CAIRN_ASSIGN_OR_RETURN(node->engine, storage::Engine::Open(eo));
+  if (options.restored)
+    CAIRN_RETURN_IF_ERROR(storage::ChangeLog::ForgetIdentity(node->engine.get()));
   node->log = std::make_unique<storage::ChangeLog>(node->engine.get());
   CAIRN_RETURN_IF_ERROR(node->log->Recover());
   CatalogOptions co;

@@ -22,6 +22,9 @@ struct LocalNodeOptions {
   absl::Duration drop_drain_timeout = absl::Seconds(10);
   Clock* clock = nullptr;           // null: the system clock
   FaultRegistry* faults = nullptr;  // null: none
+  // The database is a restored copy: take a new log identity and forget every cursor on a
+  // peer's log before anything else (storage::ChangeLog::ForgetIdentity).
+  bool restored = false;
 };
 
 struct LocalNode {

@@ -1,14 +1,17 @@
 // cairn: the command-line client of a cairn node's operations API (SPEC §6).
 //
-//   cairn [--node HOST:PORT] [--user U] [--password-file F] COMMAND ...
+//   cairn [--node [https://]HOST:PORT] [--ca-file F] [--user U] [--password-file F] COMMAND ...
 //     op '<json>' | op @file.json | op -     run any operation, print the answer
 //     status                                  this node and its peer links
 //     describe [DB[.TABLE]]                   databases, tables, attributes, record counts
 //     get DB.TABLE ID [ID ...]                records by primary key
 //     put DB.TABLE '<json record or array>'   upsert records
 //     search DB.TABLE ATTRIBUTE VALUE         records whose attribute matches (VALUE * = all)
+//     backup [NAME]                           a backup of the node (create_backup)
 //
-// The node defaults to $CAIRN_NODE or 127.0.0.1:9925; credentials come from the flags or
+// The node defaults to $CAIRN_NODE or 127.0.0.1:9925; `https://HOST:PORT` speaks HTTPS and
+// verifies the node's certificate against --ca-file ($CAIRN_CA_FILE; else the system's CAs)
+// and the host name. Credentials come from the flags or
 // $CAIRN_ADMIN_USER / $CAIRN_ADMIN_PASSWORD. Exit status 0 on success; 1 with the server's
 // message when the operation fails; 2 for a usage error; 3 when the node cannot be reached.
 #include <cstdio>
@@ -34,6 +37,7 @@ using nlohmann::json;
 
 struct Connection {
   std::string node;
+  std::string ca_file;
   std::string user;
   std::string password;
 };
@@ -45,9 +49,15 @@ int Usage(const std::string& message) {
 
 // Sends one operation; prints the answer (pretty JSON) or the error. Returns the exit status.
 int Run(const Connection& c, const json& operation, bool quiet = false, json* answer = nullptr) {
-  auto address = cairn::node::ParseHostPort(c.node, "--node");
+  absl::string_view node = c.node;
+  const bool https = absl::ConsumePrefix(&node, "https://");
+  if (!https) absl::ConsumePrefix(&node, "http://");
+  auto address = cairn::node::ParseHostPort(node, "--node");
   if (!address.ok()) return Usage(std::string(address.status().message()));
-  httplib::Client client(address->host, address->port);
+  // The universal client speaks HTTPS for an https:// address, verifying the certificate
+  // chain and that it names the host.
+  httplib::Client client(absl::StrCat(https ? "https://" : "http://", address->ToString()));
+  if (https && !c.ca_file.empty()) client.set_ca_cert_path(c.ca_file.c_str());
   client.set_connection_timeout(5, 0);
   client.set_read_timeout(300, 0);
   if (!c.password.empty()) client.set_basic_auth(c.user, c.password);
@@ -133,12 +143,15 @@ int Main(int argc, char** argv) {
   c.user = env_user != nullptr ? env_user : "admin";
   const char* env_password = std::getenv("CAIRN_ADMIN_PASSWORD");
   if (env_password != nullptr) c.password = env_password;
+  const char* env_ca = std::getenv("CAIRN_CA_FILE");
+  if (env_ca != nullptr) c.ca_file = env_ca;
   std::string password_file;
 
   CLI::App app("cairn: run operations on a cairn node", "cairn");
   app.require_subcommand(1);
-  app.add_option("--node", c.node, "HOST:PORT of the node's operations API ($CAIRN_NODE)")
+  app.add_option("--node", c.node, "[https://]HOST:PORT of the node's operations API ($CAIRN_NODE)")
       ->capture_default_str();
+  app.add_option("--ca-file", c.ca_file, "CA certificate that signs the node's ($CAIRN_CA_FILE)");
   app.add_option("--user", c.user, "admin user ($CAIRN_ADMIN_USER)")->capture_default_str();
   app.add_option("--password-file", password_file,
                  "file with the password ($CAIRN_ADMIN_PASSWORD)");
@@ -165,6 +178,10 @@ int Main(int argc, char** argv) {
   search->add_option("attribute", attribute, "attribute name")->required();
   search->add_option("value", value, "value; * matches all, a trailing * matches a prefix")
       ->required();
+
+  std::string backup_name;
+  auto* backup = app.add_subcommand("backup", "take a backup of the node (create_backup)");
+  backup->add_option("name", backup_name, "its name (default: the UTC time)");
 
   try {
     app.parse(argc, argv);
@@ -207,6 +224,11 @@ int Main(int argc, char** argv) {
         operation = {{"operation", "describe_database"}, {"database", describe_what}};
       }
     }
+    return Run(c, operation);
+  }
+  if (backup->parsed()) {
+    json operation = {{"operation", "create_backup"}};
+    if (!backup_name.empty()) operation["name"] = backup_name;
     return Run(c, operation);
   }
   json operation = json::object();

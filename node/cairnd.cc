@@ -24,6 +24,7 @@
 #include "common/fault.h"
 #include "common/status.h"
 #include "grpcpp/grpcpp.h"
+#include "node/backup.h"
 #include "node/config.h"
 #include "node/http_server.h"
 #include "node/metrics.h"
@@ -150,9 +151,20 @@ int Run(const NodeConfig& config) {
   node_options.sync_writes = config.sync_writes;
   node_options.drop_drain_timeout = config.drop_drain_timeout;
   node_options.faults = config.enable_test_hooks ? &faults : nullptr;
+  // A backup's directory (node/backup.h): this start restores it (decision 51).
+  node_options.restored = IsUnrestoredBackup(config.data_dir);
+  if (node_options.restored) {
+    spdlog::warn(
+        "{} is a backup: restoring it with a new log identity; every peer sends a full "
+        "copy (merged, SPEC R7) to bring back what changed since the backup",
+        config.data_dir);
+  }
   const absl::Time open_start = absl::Now();
   auto node = catalog::LocalNode::Open(config.data_dir + "/db", node_options);
   if (!node.ok()) return fail("opening " + config.data_dir, node.status());
+  if (node_options.restored) {
+    if (absl::Status s = MarkRestored(config.data_dir); !s.ok()) return fail("restoring", s);
+  }
   spdlog::info("opened {} in {}", config.data_dir, absl::FormatDuration(absl::Now() - open_start));
 
   Metrics metrics;
@@ -161,6 +173,7 @@ int Run(const NodeConfig& config) {
   api_options.node_name = config.name;
   api_options.enable_test_hooks = config.enable_test_hooks;
   api_options.faults = &faults;
+  api_options.backup_dir = config.backup_dir;
   replication::ClusterOptions cluster_options;
   cluster_options.node_name = config.name;
   cluster_options.secret = config.cluster_secret;
@@ -186,6 +199,8 @@ int Run(const NodeConfig& config) {
   http_options.admin_password = config.admin_password;
   http_options.max_body_bytes = config.max_body_bytes;
   http_options.threads = HttpThreadsFor(config);
+  http_options.tls_cert_file = config.ops_tls_cert_file;
+  http_options.tls_key_file = config.ops_tls_key_file;
   HttpServer http(&api, &metrics, http_options);
   absl::StatusOr<HostPort> ops = http.Start();
   if (!ops.ok()) return fail("operations API", ops.status());
@@ -200,8 +215,10 @@ int Run(const NodeConfig& config) {
         "no admin password configured: the operations API accepts every request, so "
         "it listens on loopback only");
   }
-  spdlog::info("serving: ops {} (HTTP, {} threads), peer {}; ready file {}", ops->ToString(),
-               http_options.threads, peer.ToString(), ready_path);
+  spdlog::info("serving: ops {} ({}, {} threads), peer {} ({}); ready file {}", ops->ToString(),
+               config.ops_tls_cert_file.empty() ? "HTTP" : "HTTPS", http_options.threads,
+               peer.ToString(), config.tls_cert_file.empty() ? "plaintext" : "mutual TLS",
+               ready_path);
   if (absl::Status s = cluster.Start(); !s.ok()) return fail("peer links", s);
   ReadyInfo ready{config.name, ops->ToString(), peer.ToString(), static_cast<int>(getpid())};
   if (absl::Status s = WriteReadyFile(ready_path, ready); !s.ok()) return fail("ready.json", s);

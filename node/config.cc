@@ -218,6 +218,11 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   app.add_option("--tls-cert-file", c.tls_cert_file, "this node's certificate (PEM)");
   app.add_option("--tls-key-file", c.tls_key_file, "this node's private key (PEM)");
   app.add_option("--tls-ca-file", c.tls_ca_file, "CA that signs the cluster's certificates");
+  app.add_option("--ops-tls-cert-file", c.ops_tls_cert_file,
+                 "serve the operations API over HTTPS with this certificate (PEM)");
+  app.add_option("--ops-tls-key-file", c.ops_tls_key_file, "the HTTPS certificate's key (PEM)");
+  app.add_option("--backup-dir", c.backup_dir,
+                 "where create_backup puts backups (default: <data-dir>/backups)");
   app.add_option("--admin-user", c.admin_user, "operations API user (env CAIRN_ADMIN_USER)")
       ->envname("CAIRN_ADMIN_USER")
       ->capture_default_str();
@@ -243,7 +248,7 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
       ->capture_default_str();
   app.add_option("--log-level", c.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
-  app.set_version_flag("--version", "cairnd 0.1.0");
+  app.set_version_flag("--version", "cairnd " CAIRN_VERSION);
 
   try {
     app.parse(argc, argv);
@@ -318,6 +323,17 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
     if (absl::Status s = ReadSecretFile(*path, text); !s.ok()) return fail(Annotate(s, flag));
     text->push_back('\n');
   }
+  if (c.ops_tls_cert_file.empty() != c.ops_tls_key_file.empty()) {
+    return fail(Error(ErrorCode::kBadRequest,
+                      "HTTPS needs both --ops-tls-cert-file and --ops-tls-key-file"));
+  }
+  for (auto [path, flag] : {std::make_pair(&c.ops_tls_cert_file, "--ops-tls-cert-file"),
+                            std::make_pair(&c.ops_tls_key_file, "--ops-tls-key-file")}) {
+    std::string unused;
+    if (path->empty()) continue;
+    if (absl::Status s = ReadSecretFile(*path, &unused); !s.ok()) return fail(Annotate(s, flag));
+  }
+  if (c.backup_dir.empty() && !c.data_dir.empty()) c.backup_dir = c.data_dir + "/backups";
   if (absl::Status s = ValidateConfig(c); !s.ok()) return fail(s);
   out.run = true;
   return out;

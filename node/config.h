@@ -41,6 +41,10 @@ struct NodeConfig {
   std::string cluster_secret;  // read from cluster_secret_file
   std::string tls_cert_file, tls_key_file, tls_ca_file;
   std::string tls_cert, tls_key, tls_ca;  // their PEM text, read at start
+  // HTTPS for the operations API: this node's certificate chain and key (PEM files, read by
+  // the server at start). Both or neither; the peer's certificate may serve for both.
+  std::string ops_tls_cert_file, ops_tls_key_file;
+  std::string backup_dir;  // create_backup's directory; empty: <data-dir>/backups
 
   std::string admin_user = "admin";
   std::string admin_password;  // empty: no authentication, loopback only

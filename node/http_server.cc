@@ -71,7 +71,19 @@ HttpServer::HttpServer(const OpsApi* api, Metrics* metrics, HttpServerOptions op
 HttpServer::~HttpServer() { Stop(); }
 
 absl::StatusOr<HostPort> HttpServer::Start() {
-  server_ = std::make_unique<httplib::Server>();
+  if (options_.tls_cert_file.empty()) {
+    server_ = std::make_unique<httplib::Server>();
+  } else {
+    server_ = std::make_unique<httplib::SSLServer>(options_.tls_cert_file.c_str(),
+                                                   options_.tls_key_file.c_str());
+    if (!server_->is_valid()) {
+      server_.reset();
+      return Error(ErrorCode::kBadRequest,
+                   absl::StrCat("cannot serve HTTPS with certificate ", options_.tls_cert_file,
+                                " and key ", options_.tls_key_file,
+                                ": not a PEM certificate chain and its matching key"));
+    }
+  }
   httplib::Server& svr = *server_;
   const int threads = options_.threads;
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };

@@ -3,6 +3,7 @@
 // the admin user when a password is configured; bodies over the limit are refused with 413
 // before they are parsed. Each keep-alive connection holds one pool thread while open, so the
 // pool bounds concurrent clients; read and idle timeouts free the threads of slow clients.
+// With a certificate it serves HTTPS only (a plaintext request gets no answer).
 // Thread-safe.
 #pragma once
 
@@ -29,6 +30,8 @@ struct HttpServerOptions {
   std::string admin_password;  // empty: no authentication (the node listens on loopback only)
   uint64_t max_body_bytes = 10 << 20;
   int threads = 64;
+  // HTTPS when both are set: PEM files of the certificate chain and its key.
+  std::string tls_cert_file, tls_key_file;
 };
 
 class HttpServer {

@@ -9,6 +9,7 @@
 #include "catalog/schema.h"
 #include "common/clock.h"
 #include "common/status.h"
+#include "node/backup.h"
 #include "node/config.h"
 #include "spdlog/spdlog.h"
 
@@ -208,6 +209,7 @@ const std::vector<OpsApi::Operation>& OpsApi::Operations() {
       {"add_node", &OpsApi::AddNode, false},
       {"remove_node", &OpsApi::RemoveNode, false},
       {"cluster_status", &OpsApi::ClusterStatus, false},
+      {"create_backup", &OpsApi::CreateBackup, false},
       {"set_fault", &OpsApi::SetFault, true},
       {"clear_fault", &OpsApi::ClearFault, true},
       {"fault_hits", &OpsApi::FaultHits, true},
@@ -586,6 +588,27 @@ absl::StatusOr<Reply> OpsApi::ClusterStatus(const Fields&) const {
   return JsonReply(json{{"node_name", options_.node_name},
                         {"is_enabled", !connections.empty()},
                         {"connections", std::move(connections)}});
+}
+
+// {"operation": "create_backup", "name"?}: a consistent copy of the whole node under
+// --backup-dir (node/backup.h); restore by starting cairnd on it.
+absl::StatusOr<Reply> OpsApi::CreateBackup(const Fields& f) const {
+  std::string name = DefaultBackupName(absl::Now());
+  if (f.Find("name") != nullptr) {
+    CAIRN_ASSIGN_OR_RETURN(name, f.String("name"));
+  }
+  if (options_.backup_dir.empty()) return BadRequest("this node has no backup directory");
+  const absl::Time start = absl::Now();
+  CAIRN_ASSIGN_OR_RETURN(BackupInfo info,
+                         node::CreateBackup(node_, options_.node_name, options_.backup_dir, name));
+  spdlog::info("backup '{}' taken in {}: {}", info.name, absl::FormatDuration(absl::Now() - start),
+               info.path);
+  return JsonReply(
+      json{{"message", absl::StrCat("backup '", info.name, "' taken")},
+           {"name", info.name},
+           {"path", info.path},
+           {"node", info.node},
+           {"created", absl::FormatTime(absl::RFC3339_sec, info.created, absl::UTCTimeZone())}});
 }
 
 absl::StatusOr<Reply> OpsApi::AddNode(const Fields& f) const {

@@ -44,6 +44,8 @@ struct OpsApiOptions {
   // Peer links: drops are forwarded through it, cluster_status reads it. Null: a node with
   // no cluster (tests of the API alone).
   replication::Cluster* cluster = nullptr;
+  // Where create_backup puts backups (--backup-dir). Empty: the operation is refused.
+  std::string backup_dir;
 };
 
 class OpsApi {
@@ -84,6 +86,7 @@ class OpsApi {
   absl::StatusOr<Reply> AddNode(const Fields& f) const;
   absl::StatusOr<Reply> RemoveNode(const Fields& f) const;
   absl::StatusOr<Reply> ClusterStatus(const Fields& f) const;
+  absl::StatusOr<Reply> CreateBackup(const Fields& f) const;
   absl::StatusOr<Reply> SetFault(const Fields& f) const;
   absl::StatusOr<Reply> ClearFault(const Fields& f) const;
   // How often an armed fault point was hit: lets a test see a request reach the point.

@@ -15,12 +15,8 @@
 
 namespace cairn::node {
 
-absl::Status WriteReadyFile(const std::string& path, const ReadyInfo& info) {
-  const std::string text =
-      nlohmann::json{{"name", info.name}, {"ops", info.ops}, {"peer", info.peer}, {"pid", info.pid}}
-          .dump() +
-      "\n";
-  const std::string tmp = absl::StrCat(path, ".tmp.", info.pid);
+absl::Status WriteFileAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     return Error(ErrorCode::kInternal, absl::StrCat("creating ", tmp, ": ", std::strerror(errno)));
@@ -34,6 +30,14 @@ absl::Status WriteReadyFile(const std::string& path, const ReadyInfo& info) {
     return Error(ErrorCode::kInternal, absl::StrCat("writing ", path, ": ", why));
   }
   return absl::OkStatus();
+}
+
+absl::Status WriteReadyFile(const std::string& path, const ReadyInfo& info) {
+  return WriteFileAtomically(
+      path,
+      nlohmann::json{{"name", info.name}, {"ops", info.ops}, {"peer", info.peer}, {"pid", info.pid}}
+              .dump() +
+          "\n");
 }
 
 absl::StatusOr<ReadyInfo> ReadReadyFile(const std::string& path) {

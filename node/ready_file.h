@@ -17,6 +17,7 @@ struct ReadyInfo {
 };
 
 // Atomically: writes a temporary file next to `path`, syncs it, renames it over `path`.
+absl::Status WriteFileAtomically(const std::string& path, const std::string& text);
 absl::Status WriteReadyFile(const std::string& path, const ReadyInfo& info);
 absl::StatusOr<ReadyInfo> ReadReadyFile(const std::string& path);
 

@@ -59,6 +59,18 @@ uint64_t ChangeLog::Sequencer::WaitBeyond(uint64_t after, absl::Time deadline) {
   return watermark_;
 }
 
+absl::Status ChangeLog::ForgetIdentity(Engine* engine) {
+  rocksdb::WriteBatch batch;
+  // why ignored: WriteBatch::Delete/DeleteRange only fail beyond 4 GiB.
+  batch.Delete(engine->cf(Cf::kMeta), ToSlice(kLogIdKey)).PermitUncheckedError();
+  batch
+      .DeleteRange(engine->cf(Cf::kMeta), ToSlice(kCursorPrefix),
+                   ToSlice(PrefixSuccessor(kCursorPrefix)))
+      .PermitUncheckedError();
+  CAIRN_RETURN_IF_ERROR(engine->Write(&batch));
+  return engine->Flush();
+}
+
 absl::Status ChangeLog::Recover() {
   {
     std::string value;

@@ -44,6 +44,13 @@ class ChangeLog {
   // fresh directory). Call once, before any Reserve().
   absl::Status Recover() ABSL_LOCKS_EXCLUDED(mu_);
 
+  // For a database restored from a copy (a backup): forgets this log's identity and every
+  // cursor on a peer's log, in one batch, then flushes. The next Recover() takes a new log id,
+  // so peers read this node's log again from a full copy, and this node reads each peer's
+  // from a full copy too: a restored node lacks its own writes made after the copy, and a
+  // log stream never sends a node its own writes (decisions 49, 51). Call before Recover().
+  static absl::Status ForgetIdentity(Engine* engine);
+
   // Identity of this log, random and fixed for the data directory (Hello.log_id).
   uint64_t log_id() const { return log_id_; }
 

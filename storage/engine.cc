@@ -10,6 +10,7 @@
 #include "rocksdb/filter_policy.h"
 #include "rocksdb/merge_operator.h"
 #include "rocksdb/table.h"
+#include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_buffer_manager.h"
 #include "storage/keys.h"
 #include "storage/rocksdb_status.h"
@@ -203,6 +204,14 @@ std::unique_ptr<rocksdb::Iterator> Engine::NewIterator(Cf c, const rocksdb::Snap
     std::unique_ptr<rocksdb::Iterator> it_;
   };
   return std::make_unique<BoundedIterator>(db_.get(), cf(c), snapshot, std::string(upper_bound));
+}
+
+absl::Status Engine::Checkpoint(const std::string& dir) {
+  rocksdb::Checkpoint* raw = nullptr;
+  CAIRN_RETURN_IF_ERROR(FromRocks(rocksdb::Checkpoint::Create(db_.get(), &raw)));
+  std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+  // log_size_for_flush 0: flush the memtables first, so the copy needs no WAL replay.
+  return FromRocks(checkpoint->CreateCheckpoint(dir, /*log_size_for_flush=*/0));
 }
 
 absl::Status Engine::Flush() {

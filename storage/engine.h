@@ -66,6 +66,12 @@ class Engine {
   // Syncs the WAL and flushes every family's memtable, waiting for it (clean shutdown).
   absl::Status Flush();
 
+  // A consistent copy of the whole database in `dir`, which must not exist (RocksDB
+  // checkpoint: SST files are hard-linked when `dir` is on the same filesystem, copied
+  // otherwise; the WAL is flushed first). Opening `dir` as a database gives the state at one
+  // point in time, every family together.
+  absl::Status Checkpoint(const std::string& dir);
+
   // Current sticky error (OK when healthy).
   absl::Status health() const ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -1,6 +1,7 @@
 #include "cluster-tests/harness/cairnd_process.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -31,6 +32,16 @@ HttpAnswer ToAnswer(const httplib::Result& res) {
   a.body = res->body;
   a.json = nlohmann::json::parse(a.body, nullptr, /*allow_exceptions=*/false);
   return a;
+}
+
+// A client for the node's operations API: HTTPS verified against `ca_file` when it is set.
+std::unique_ptr<httplib::ClientImpl> NewClient(const std::string& host, int port,
+                                               const std::string& ca_file) {
+  if (ca_file.empty()) return std::make_unique<httplib::ClientImpl>(host, port);
+  auto client = std::make_unique<httplib::SSLClient>(host, port);
+  client->set_ca_cert_path(ca_file.c_str());
+  client->enable_server_certificate_verification(true);
+  return client;
 }
 
 int WaitStatusToCode(int status) {
@@ -72,20 +83,31 @@ absl::StatusOr<std::unique_ptr<CairndProcess>> CairndProcess::Start(const Cairnd
   const int log_fd =
       ::open((options.data_dir + ".log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) return Error(ErrorCode::kInternal, "cannot open the node's log file");
+  int netns_fd = -1;
+  if (!options.netns.empty()) {
+    netns_fd = ::open(("/run/netns/" + options.netns).c_str(), O_RDONLY | O_CLOEXEC);
+    if (netns_fd < 0) {
+      ::close(log_fd);
+      return Error(ErrorCode::kInternal, "no network namespace " + options.netns);
+    }
+  }
   std::fflush(nullptr);
   pid_t pid = fork();
   if (pid < 0) {
     ::close(log_fd);
+    if (netns_fd >= 0) ::close(netns_fd);
     return Error(ErrorCode::kInternal, "fork failed");
   }
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);  // no orphan outlives the test that started it
+    if (netns_fd >= 0 && setns(netns_fd, CLONE_NEWNET) != 0) _exit(126);
     dup2(log_fd, 1);
     dup2(log_fd, 2);
     execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }
   ::close(log_fd);
+  if (netns_fd >= 0) ::close(netns_fd);
   p->pid_ = pid;
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
   while (absl::Now() < deadline) {
@@ -159,7 +181,7 @@ HttpAnswer CairndProcess::PostRaw(const std::string& body, bool auth,
 }
 
 OpsEndpoint CairndProcess::endpoint() const {
-  return OpsEndpoint{host_, port_, options_.user, options_.password};
+  return OpsEndpoint{host_, port_, options_.user, options_.password, options_.ca_file};
 }
 
 HttpAnswer OpsEndpoint::Post(const nlohmann::json& body, absl::Duration timeout) const {
@@ -168,23 +190,22 @@ HttpAnswer OpsEndpoint::Post(const nlohmann::json& body, absl::Duration timeout)
 
 HttpAnswer OpsEndpoint::PostRaw(const std::string& body, const std::string& authorization,
                                 absl::Duration timeout) const {
-  httplib::Client client(host, port);
+  auto client = NewClient(host, port, ca_file);
   const int64_t ms = absl::ToInt64Milliseconds(timeout);
-  client.set_connection_timeout(ms / 1000, (ms % 1000) * 1000);
-  client.set_read_timeout(ms / 1000, (ms % 1000) * 1000);
-  client.set_write_timeout(ms / 1000, (ms % 1000) * 1000);
+  client->set_connection_timeout(ms / 1000, (ms % 1000) * 1000);
+  client->set_read_timeout(ms / 1000, (ms % 1000) * 1000);
+  client->set_write_timeout(ms / 1000, (ms % 1000) * 1000);
   httplib::Headers headers;
   if (!authorization.empty()) {
     headers.emplace("Authorization", authorization);
   } else if (!password.empty()) {
-    client.set_basic_auth(user, password);
+    client->set_basic_auth(user.c_str(), password.c_str());
   }
-  return ToAnswer(client.Post("/", headers, body, "application/json"));
+  return ToAnswer(client->Post("/", headers, body, "application/json"));
 }
 
 HttpAnswer CairndProcess::Get(const std::string& path) const {
-  httplib::Client client(host_, port_);
-  return ToAnswer(client.Get(path));
+  return ToAnswer(NewClient(host_, port_, options_.ca_file)->Get(path.c_str()));
 }
 
 std::string CairndProcess::log() const {

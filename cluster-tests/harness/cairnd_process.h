@@ -34,6 +34,7 @@ struct OpsEndpoint {
   std::string host;
   int port = 0;
   std::string user, password;  // no password: no credentials sent
+  std::string ca_file;         // set: HTTPS, the node's certificate checked against this CA
   HttpAnswer Post(const nlohmann::json& body, absl::Duration timeout = absl::Seconds(60)) const;
   // `authorization`: an Authorization header to send instead of the credentials.
   HttpAnswer PostRaw(const std::string& body, const std::string& authorization = "",
@@ -48,6 +49,11 @@ struct CairndOptions {
   std::string ops_listen = "127.0.0.1:0";
   std::string peer_listen = "127.0.0.1:0";
   std::vector<std::string> args;  // more flags
+  // The node serves its operations API over HTTPS (--ops-tls-*): talk HTTPS, verifying its
+  // certificate against this CA file.
+  std::string ca_file;
+  // Run the node in this network namespace (/run/netns/<netns>, a NetLab host); empty: ours.
+  std::string netns;
 };
 
 class CairndProcess {

@@ -513,5 +513,25 @@ TEST_F(TlsClusterTest, R2_ACertificateFromAnotherCaExchangesNothing) {
   EXPECT_EQ(a->Table("shop", "from_b"), nullptr);
 }
 
+// Issue 8: a node started with certificates refuses plaintext peers, both ways: a
+// plaintext node can neither link to it nor be linked by it, and nothing crosses.
+TEST_F(TlsClusterTest, R2_ANodeWithCertificatesRefusesPlaintextPeers) {
+  const std::string ca = MakeCa("ca");
+  auto secure = NewTlsNode("a", Issue(ca, "a"));
+  auto plain = NewNode("b", /*secret=*/"");
+  plain->Route(*secure);
+  secure->Route(*plain);
+  ASSERT_OK(plain->catalog().CreateTable(Spec("shop", "from_plain", {"x"})));
+  ASSERT_OK(secure->catalog().CreateTable(Spec("shop", "from_secure", {"x"})));
+  ASSERT_EVENTUALLY([&] {
+    ASSERT_FALSE(plain->StatusOf("a").last_error.empty());
+    ASSERT_FALSE(secure->StatusOf("b").last_error.empty());
+  });
+  EXPECT_FALSE(plain->StatusOf("a").connected);
+  EXPECT_FALSE(secure->StatusOf("b").connected);
+  EXPECT_EQ(secure->Table("shop", "from_plain"), nullptr);
+  EXPECT_EQ(plain->Table("shop", "from_secure"), nullptr);
+}
+
 }  // namespace
 }  // namespace cairn::replication

@@ -72,6 +72,37 @@ TEST_F(ChangeLogTest, RecoverResumesAfterTheLastEntryOfEachDatabase) {
   EXPECT_EQ(log_->Reserve("alpha", 1).first(), 8u);
 }
 
+// Decision 51: a restored copy takes a new log id and forgets every cursor on a peer's log,
+// and keeps everything else (its own log entries, other meta keys).
+TEST_F(ChangeLogTest, ForgetIdentityTakesANewLogIdAndDropsEveryCursor) {
+  const uint64_t old_id = log_->log_id();
+  Commit("db", log_->Reserve("db", 3));
+  rocksdb::WriteBatch batch;
+  for (const char* peer : {"n2", "n3"}) {
+    ASSERT_TRUE(batch.Put(engine_->cf(Cf::kMeta), ToSlice(CursorKey(peer, "db")), "c").ok());
+  }
+  ASSERT_TRUE(batch.Put(engine_->cf(Cf::kMeta), ToSlice(LogTrimKey("other")), "12345678").ok());
+  ASSERT_OK(engine_->Write(&batch));
+
+  log_.reset();
+  ASSERT_OK(ChangeLog::ForgetIdentity(engine_.get()));
+  log_ = std::make_unique<ChangeLog>(engine_.get());
+  ASSERT_OK(log_->Recover());
+
+  EXPECT_NE(log_->log_id(), old_id);
+  EXPECT_NE(log_->log_id(), 0u);
+  auto it = engine_->NewIterator(Cf::kMeta);
+  it->Seek(ToSlice(kCursorPrefix));
+  EXPECT_FALSE(it->Valid() && it->key().starts_with(ToSlice(kCursorPrefix)))
+      << "a cursor survived: " << it->key().ToString();
+  std::string value;
+  bool found = false;
+  ASSERT_OK(engine_->Get(Cf::kMeta, LogTrimKey("other"), &value, &found));
+  EXPECT_TRUE(found);
+  // The log itself is kept: the next sequence follows the old entries.
+  EXPECT_EQ(log_->Reserve("db", 1).first(), 4u);
+}
+
 TEST_F(ChangeLogTest, WaitForCommittedReturnsOnDeadline) {
   EXPECT_EQ(log_->WaitForCommitted("db", 0, absl::Now() + absl::Milliseconds(5)), 0u);
   auto r = log_->Reserve("db", 1);

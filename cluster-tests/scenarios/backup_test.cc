@@ -1,0 +1,103 @@
+// Backup and restore of a node (create_backup; decision 51; docs/operations.md).
+#include <filesystem>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "cluster-tests/harness/ops.h"
+#include "cluster-tests/harness/scenario.h"
+
+namespace cairn::harness {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+std::set<std::string> Expected(const std::vector<std::pair<std::string, int>>& runs) {
+  std::set<std::string> keys;
+  for (const auto& [prefix, n] : runs) {
+    for (int i = 0; i < n; ++i) keys.insert(absl::StrCat(prefix, "-", i));
+  }
+  return keys;
+}
+
+// The operator's restore: the node is down, its data directory is replaced by the backup
+// (docs/operations.md), and it starts again.
+void ReplaceDataDir(const std::string& data_dir, const std::string& backup) {
+  // The backup lives under the data directory (<data-dir>/backups): copy it out first.
+  const std::string staged = data_dir + ".restoring";
+  fs::copy(backup, staged, fs::copy_options::recursive);
+  fs::remove_all(data_dir);
+  fs::rename(staged, data_dir);
+}
+
+// n1 is restored from a backup taken before it wrote more, dropped a table and deleted a
+// row. After the restore it holds everything again (its own later writes come back from its
+// peers' full copies, decision 51), the dropped table stays dropped (C8), the deleted row
+// stays deleted (D5), and what it writes next reaches its peers.
+TEST_F(ScenarioTest, RestoredNodeGetsBackItsOwnLaterWrites) {
+  ASSERT_OK(StartCluster());
+  Cluster& c = cluster();
+  ASSERT_OK(c.Ok("n1", ops::CreateTable("shop", "orders")));
+  ASSERT_OK(c.Ok("n1", ops::CreateTable("shop", "scratch")));
+  ASSERT_OK(c.Ok("n1", ops::Upsert("shop", "orders", ops::Rows("before", 50))));
+  ASSERT_OK(c.WaitConverged());
+
+  CAIRN_ASSIGN_OR_FAIL(json backup, c.Ok("n1", {{"operation", "create_backup"}, {"name", "b1"}}));
+  const std::string path = backup["path"];
+  EXPECT_TRUE(fs::exists(path + "/db/CURRENT")) << backup.dump();
+  EXPECT_TRUE(fs::exists(path + "/backup.json")) << backup.dump();
+
+  ASSERT_OK(c.Ok("n1", ops::Upsert("shop", "orders", ops::Rows("after", 40))));
+  ASSERT_OK(c.Ok("n2", ops::Upsert("shop", "orders", ops::Rows("peer", 20))));
+  ASSERT_OK(c.Ok(
+      "n1",
+      {{"operation", "delete"}, {"database", "shop"}, {"table", "orders"}, {"ids", {"before-0"}}}));
+  ASSERT_OK(c.Ok("n1", ops::DropTable("shop", "scratch")));
+  ASSERT_OK(c.WaitConverged());
+
+  c.Kill("n1");
+  ReplaceDataDir(c.node("n1").options().data_dir, path);
+  ASSERT_OK(c.Restart("n1"));
+  EXPECT_TRUE(absl::StrContains(c.node("n1").log(), "is a backup: restoring it"));
+  ASSERT_OK(c.WaitConverged());
+
+  std::set<std::string> expected = Expected({{"before", 50}, {"after", 40}, {"peer", 20}});
+  expected.erase("before-0");
+  for (const std::string& n : c.names()) {
+    CAIRN_ASSIGN_OR_FAIL(auto keys, ops::Keys(c, n, "shop", "orders"));
+    EXPECT_EQ(keys, expected) << n;
+    CAIRN_ASSIGN_OR_FAIL(bool scratch, ops::HasTable(c, n, "shop", "scratch"));
+    EXPECT_FALSE(scratch) << n;
+  }
+  ASSERT_OK(c.Ok("n1", ops::Upsert("shop", "orders", ops::Rows("restored", 5))));
+  ASSERT_OK(c.WaitConverged());
+  for (const char* n : {"n2", "n3"}) {
+    CAIRN_ASSIGN_OR_FAIL(auto keys, ops::Keys(c, n, "shop", "orders"));
+    EXPECT_EQ(keys.count("restored-4"), 1u) << n;
+  }
+  // The next start is an ordinary one.
+  const std::string data_dir = c.node("n1").options().data_dir;
+  EXPECT_FALSE(fs::exists(data_dir + "/backup.json"));
+  EXPECT_TRUE(fs::exists(data_dir + "/restored-from.json"));
+}
+
+TEST_F(ScenarioTest, CreateBackupRefusesABadOrTakenName) {
+  ClusterOptions options;
+  options.names = {"n1"};
+  ASSERT_OK(StartCluster(options));
+  Cluster& c = cluster();
+  CAIRN_ASSIGN_OR_FAIL(json first, c.Ok("n1", {{"operation", "create_backup"}}));
+  EXPECT_TRUE(fs::exists(first["path"].get<std::string>() + "/db/CURRENT")) << first.dump();
+
+  HttpAnswer again = c.Op("n1", {{"operation", "create_backup"}, {"name", first["name"]}});
+  EXPECT_EQ(again.status, 400) << again.body;
+  EXPECT_EQ(again.error_code(), "BAD_REQUEST");
+  for (const json& bad : {json("../escape"), json(""), json(7)}) {
+    HttpAnswer a = c.Op("n1", {{"operation", "create_backup"}, {"name", bad}});
+    EXPECT_EQ(a.status, 400) << bad << " " << a.body;
+  }
+  EXPECT_FALSE(fs::exists(c.node("n1").options().data_dir + "/escape"));
+}
+
+}  // namespace
+}  // namespace cairn::harness
