@@ -17,6 +17,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   libcpp-httplib-dev libyaml-cpp-dev libssl-dev
   libclang-rt-14-dev curl python3 openssl
+  iproute2 iptables libnetfilter-queue-dev dpkg-dev file
 )
 
 missing=()

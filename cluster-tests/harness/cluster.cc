@@ -122,14 +122,19 @@ absl::Status Cluster::StartMember(const std::string& name, const std::vector<std
     m.options.args = {"--cluster-secret-file", dir_ + "/secret"};
     if (options_.test_hooks) m.options.args.push_back("--enable-test-hooks");
     m.options.args.insert(m.options.args.end(), options_.args.begin(), options_.args.end());
+    if (options_.configure) options_.configure(name, &m.options);
   }
   CairndOptions o = m.options;
   o.args.insert(o.args.end(), args.begin(), args.end());
   auto p = CairndProcess::Start(o);
-  if (!p.ok() && o.peer_listen != "127.0.0.1:0") {
+  auto any_port = [](const std::string& address) {
+    return address.substr(0, address.rfind(':')) + ":0";
+  };
+  if (!p.ok() && o.peer_listen != any_port(o.peer_listen)) {
     // The old ports were taken meanwhile (rare: an outbound connection's local port). Start on
     // new ones and tell every peer where the node is now.
-    o.ops_listen = o.peer_listen = "127.0.0.1:0";
+    o.ops_listen = any_port(o.ops_listen);
+    o.peer_listen = any_port(o.peer_listen);
     p = CairndProcess::Start(o);
     if (p.ok()) {
       m.process = std::move(*p);

@@ -36,6 +36,9 @@ struct ClusterOptions {
   bool test_hooks = true;         // --enable-test-hooks (faults, cut links)
   bool wire = true;               // add_node every pair, both ways
   uint64_t seed = 0;              // printed by Report(), for the scenario's replay
+  // Adjusts a node's options when it first starts (its own NetLab host and addresses, its
+  // certificates); kept for its restarts.
+  std::function<void(const std::string& name, CairndOptions* options)> configure;
 };
 
 // What the harness believes a node is doing.
