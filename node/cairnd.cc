@@ -89,6 +89,36 @@ void AddReplicationMetrics(Metrics* metrics, replication::Cluster* cluster) {
          for (const replication::PeerStatus& p : cluster->Status()) n += p.lag_entries;
          return n;
        }});
+  // Per peer, from cluster_status: what an alert on one link needs.
+  auto per_peer = [cluster](std::function<double(const replication::PeerStatus&)> read) {
+    return [cluster, read] {
+      std::vector<std::pair<std::string, double>> series;
+      for (const replication::PeerStatus& p : cluster->Status())
+        series.emplace_back(p.name, read(p));
+      return series;
+    };
+  };
+  metrics->AddExternalSeries({"cairn_peer_connected", "1 while the link with the peer is up.",
+                              "gauge", "peer", per_peer([](const replication::PeerStatus& p) {
+                                return p.connected && p.authenticated ? 1.0 : 0.0;
+                              })});
+  metrics->AddExternalSeries({"cairn_peer_lag_entries",
+                              "Entries of the peer's change log not yet applied here (R12).",
+                              "gauge", "peer", per_peer([](const replication::PeerStatus& p) {
+                                return static_cast<double>(p.lag_entries);
+                              })});
+  metrics->AddExternalSeries(
+      {"cairn_peer_lag_seconds",
+       "How far behind the peer in time: now minus the write time of the newest entry applied "
+       "from it while entries wait; 0 when caught up.",
+       "gauge", "peer",
+       per_peer([](const replication::PeerStatus& p) { return p.lag_ms / 1000.0; })});
+  metrics->AddExternalSeries(
+      {"cairn_peer_full_copy_percent",
+       "Progress of the full copy (R7) being received from the peer; 0 when none runs.", "gauge",
+       "peer", per_peer([](const replication::PeerStatus& p) {
+         return p.full_copy_active ? p.full_copy_percent : 0.0;
+       })});
   metrics->AddExternal({"cairn_replication_full_copies_active",
                         "Full copies (R7) this node is receiving.", "gauge", [cluster] {
                           double n = 0;
@@ -214,6 +244,12 @@ int Run(const NodeConfig& config) {
     spdlog::warn(
         "no admin password configured: the operations API accepts every request, so "
         "it listens on loopback only");
+  }
+  if (config.ops_tls_cert_file.empty() && !IsLoopbackHost(ops->host)) {
+    spdlog::warn(
+        "the operations API on {} is plain HTTP: the admin password and every record cross the "
+        "network in the clear; set --ops-tls-cert-file and --ops-tls-key-file",
+        ops->ToString());
   }
   spdlog::info("serving: ops {} ({}, {} threads), peer {} ({}); ready file {}", ops->ToString(),
                config.ops_tls_cert_file.empty() ? "HTTP" : "HTTPS", http_options.threads,

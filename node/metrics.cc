@@ -51,12 +51,19 @@ void Metrics::AddExternal(External e) {
   externals_.push_back(std::move(e));
 }
 
+void Metrics::AddExternalSeries(ExternalSeries e) {
+  absl::MutexLock lock(&mu_);
+  external_series_.push_back(std::move(e));
+}
+
 std::string Metrics::RenderPrometheus() const {
   std::vector<External> externals;
+  std::vector<ExternalSeries> series;
   std::string out;
   {
     absl::MutexLock lock(&mu_);
     externals = externals_;
+    series = external_series_;
     out += "# HELP cairn_requests_total Operations API requests by operation and HTTP status.\n";
     out += "# TYPE cairn_requests_total counter\n";
     for (const auto& [key, n] : requests_) {
@@ -89,6 +96,13 @@ std::string Metrics::RenderPrometheus() const {
   for (const External& e : externals) {
     absl::StrAppend(&out, "# HELP ", e.name, " ", e.help, "\n# TYPE ", e.name, " ", e.type, "\n",
                     e.name, " ", Number(e.read()), "\n");
+  }
+  for (const ExternalSeries& e : series) {
+    absl::StrAppend(&out, "# HELP ", e.name, " ", e.help, "\n# TYPE ", e.name, " ", e.type, "\n");
+    for (const auto& [value, sample] : e.read()) {
+      absl::StrAppend(&out, e.name, "{", e.label, "=\"", Label(value), "\"} ", Number(sample),
+                      "\n");
+    }
   }
   return out;
 }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_map.h"
@@ -39,6 +40,12 @@ class Metrics {
     std::function<double()> read;
   };
   void AddExternal(External e) ABSL_LOCKS_EXCLUDED(mu_);
+  // The same with one sample per value of a label: name{label="value"} sample.
+  struct ExternalSeries {
+    std::string name, help, type, label;
+    std::function<std::vector<std::pair<std::string, double>>()> read;
+  };
+  void AddExternalSeries(ExternalSeries e) ABSL_LOCKS_EXCLUDED(mu_);
 
   std::string RenderPrometheus() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -54,6 +61,7 @@ class Metrics {
   absl::btree_map<std::string, Histogram> latency_ ABSL_GUARDED_BY(mu_);
   absl::btree_map<std::string, uint64_t> writes_ ABSL_GUARDED_BY(mu_);
   std::vector<External> externals_ ABSL_GUARDED_BY(mu_);
+  std::vector<ExternalSeries> external_series_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace cairn::node

@@ -123,7 +123,8 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
   // Batches read against `snap`, whose every table the peer now has (R5 after R3). Each
   // batch is read before the previous one is written, so that one is written with gRPC's
   // buffer hint only when another follows (a hinted write waits for the next one).
-  FaultRegistry* faults = cluster_->node()->catalog->options().faults;
+  [[maybe_unused]] FaultRegistry* faults =
+      cluster_->node()->catalog->options().faults;  // hooks off: unused
   std::optional<peer::v1::LinkMessage> ready;
   bool full = true;
   for (uint64_t n = 0; n < window; ++n) {

@@ -403,7 +403,7 @@ absl::Status ReceiverState::Apply(const peer::v1::ChangeBatch& batch) {
           .PermitUncheckedError();
     }
   };
-  FaultRegistry* faults = node_->catalog->options().faults;
+  [[maybe_unused]] FaultRegistry* faults = node_->catalog->options().faults;  // hooks off: unused
   CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(faults, fault_points::kReplApplyBeforeCommit));
   CAIRN_ASSIGN_OR_RETURN(catalog::ApplyStats stats,
                          node_->records->ApplyPeerEntries(db, entries, extra));

@@ -87,8 +87,9 @@ class LogSender {
 
   catalog::LocalNode* const node_;
   // The log stream skips the entries this peer wrote itself: it holds them already (its
-  // store keeps every write it acknowledged for as long as its log id lasts; a rebuilt
-  // node has a new log id and gets a full copy). Full copies and refetches send them.
+  // store keeps every write it acknowledged for as long as its log id lasts; a rebuilt or
+  // restored node has a new log id and no cursors, so it gets full copies, decision 51).
+  // Full copies and refetches send them.
   const std::string peer_;
   Exclusions exclusions_;
   const StreamLimits limits_;

@@ -727,6 +727,7 @@ TEST_F(CairndTest, ClusterStatusListsThisNodeAndItsConfiguredPeers) {
                             "last_error", "full_copy", "capabilities"}) {
     EXPECT_TRUE(c.contains(field)) << field;
   }
+  EXPECT_THAT(node_->Get("/metrics").body, HasSubstr("cairn_peer_connected{peer=\"n2\"} 0\n"));
   // R10: an unreachable peer is `failed`; the drop still answers 200.
   CreateOrders();
   json dropped = Ok({{"operation", "drop_table"}, {"database", "shop"}, {"table", "orders"}});

@@ -91,6 +91,16 @@ TEST_F(CairndClusterTest, R3_ATableAppearsOnEveryNodeThroughAChainOfLinks) {
     ASSERT_EQ(c.value("schema_in_sync", false), true) << c.dump();
     ASSERT_EQ(c.value("authenticated", false), true) << c.dump();
   });
+  // The same, per peer, for Prometheus (docs/operations.md "Watch").
+  ASSERT_EVENTUALLY([&] {
+    const std::string metrics = nodes_["n2"]->Get("/metrics").body;
+    for (const char* peer : {"n1", "n3"}) {
+      ASSERT_THAT(metrics, ::testing::HasSubstr(absl::StrCat("cairn_peer_connected{peer=\"", peer,
+                                                             "\"} 1\n")));
+      ASSERT_THAT(metrics, ::testing::HasSubstr(absl::StrCat("cairn_peer_lag_entries{peer=\"",
+                                                             peer, "\"} 0\n")));
+    }
+  });
 }
 
 TEST_F(CairndClusterTest, R10_DropAnswersEachPeerAndReachesIt) {
