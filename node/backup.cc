@@ -1,13 +1,20 @@
 #include "node/backup.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "absl/random/random.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "nlohmann/json.hpp"
 #include "node/ready_file.h"
+#include "spdlog/spdlog.h"
 
 namespace cairn::node {
 namespace {
@@ -56,7 +63,10 @@ absl::StatusOr<BackupInfo> CreateBackup(catalog::LocalNode* node, const std::str
   const std::string tmp =
       absl::StrCat(backup_dir, "/.tmp-", name, "-", absl::Uniform<uint32_t>(absl::BitGen()));
   fs::create_directories(tmp, ec);
-  auto cleanup = [&] { fs::remove_all(tmp, ec); };
+  auto cleanup = [&tmp] {
+    std::error_code ignored;  // a leftover is removed at the next start
+    fs::remove_all(tmp, ignored);
+  };
   if (ec) {
     return Error(ErrorCode::kInternal, absl::StrCat("creating ", tmp, ": ", ec.message()));
   }
@@ -76,16 +86,66 @@ absl::StatusOr<BackupInfo> CreateBackup(catalog::LocalNode* node, const std::str
   }
   fs::rename(tmp, info.path, ec);  // fails when a backup of that name appeared meanwhile
   if (ec) {
+    const std::string why = ec.message();
     cleanup();
     return Error(ErrorCode::kBadRequest,
-                 absl::StrCat("storing the backup as ", info.path, ": ", ec.message()));
+                 absl::StrCat("storing the backup as ", info.path, ": ", why));
+  }
+  // The rename is durable once the directory holding it is synced: only then is the backup
+  // reported as taken.
+  const int dir_fd = ::open(backup_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const bool synced = dir_fd >= 0 && ::fsync(dir_fd) == 0;
+  if (dir_fd >= 0) ::close(dir_fd);
+  if (!synced) {
+    return Error(ErrorCode::kInternal, absl::StrCat("syncing ", backup_dir, " after the backup"));
   }
   return info;
 }
 
-bool IsUnrestoredBackup(const std::string& data_dir) {
+void RemoveUnfinishedBackups(const std::string& backup_dir) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  return std::filesystem::exists(absl::StrCat(data_dir, "/", kBackupFile), ec);
+  for (fs::directory_iterator it(backup_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (absl::StartsWith(it->path().filename().string(), ".tmp-")) {
+      spdlog::warn("removing {}: a backup that never finished", it->path().string());
+      std::error_code ignored;
+      fs::remove_all(it->path(), ignored);
+    }
+  }
+}
+
+absl::StatusOr<std::optional<PendingRestore>> FindPendingRestore(const std::string& data_dir) {
+  const std::string path = absl::StrCat(data_dir, "/", kBackupFile);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return std::nullopt;
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  PendingRestore restore;
+  std::string error;
+  if (!j.is_object() || !j.contains("node") || !j["node"].is_string() || !j.contains("created") ||
+      !j["created"].is_string() ||
+      !absl::ParseTime(absl::RFC3339_full, j["created"].get<std::string>(), &restore.created,
+                       &error)) {
+    return Error(ErrorCode::kBadRequest,
+                 absl::StrCat(path, " is not a backup's manifest (node, created)", error));
+  }
+  restore.node = j["node"].get<std::string>();
+  return restore;
+}
+
+absl::Status CheckRestore(const PendingRestore& restore, absl::Time now,
+                          absl::Duration tombstone_retention, bool allow_stale) {
+  if (now - restore.created <= tombstone_retention || allow_stale) return absl::OkStatus();
+  return Error(
+      ErrorCode::kBadRequest,
+      absl::StrCat("the backup was taken ",
+                   absl::FormatTime(absl::RFC3339_sec, restore.created, absl::UTCTimeZone()),
+                   ", longer ago than deletes are remembered (",
+                   absl::FormatDuration(tombstone_retention),
+                   "): rows deleted since could come back on every node. Restore a newer "
+                   "backup, or start with --restore-stale-backup to accept that"));
 }
 
 absl::Status MarkRestored(const std::string& data_dir) {

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -54,10 +55,17 @@ int Run(const Connection& c, const json& operation, bool quiet = false, json* an
   if (!https) absl::ConsumePrefix(&node, "http://");
   auto address = cairn::node::ParseHostPort(node, "--node");
   if (!address.ok()) return Usage(std::string(address.status().message()));
-  // The universal client speaks HTTPS for an https:// address, verifying the certificate
-  // chain and that it names the host.
-  httplib::Client client(absl::StrCat(https ? "https://" : "http://", address->ToString()));
-  if (https && !c.ca_file.empty()) client.set_ca_cert_path(c.ca_file.c_str());
+  // HTTPS verifies the certificate chain and that it names the host. (Built from host and
+  // port: httplib 0.11's "scheme://host:port" form misreads IPv6 literals.)
+  std::unique_ptr<httplib::ClientImpl> https_client;
+  if (https) {
+    auto ssl = std::make_unique<httplib::SSLClient>(address->host, address->port);
+    if (!c.ca_file.empty()) ssl->set_ca_cert_path(c.ca_file.c_str());
+    ssl->enable_server_certificate_verification(true);
+    https_client = std::move(ssl);
+  }
+  httplib::ClientImpl plain_client(address->host, address->port);
+  httplib::ClientImpl& client = https ? *https_client : plain_client;
   client.set_connection_timeout(5, 0);
   client.set_read_timeout(300, 0);
   if (!c.password.empty()) client.set_basic_auth(c.user, c.password);

@@ -33,6 +33,7 @@
 #include "replication/cluster.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
+#include "storage/engine.h"
 
 namespace cairn::node {
 namespace {
@@ -182,13 +183,25 @@ int Run(const NodeConfig& config) {
   node_options.drop_drain_timeout = config.drop_drain_timeout;
   node_options.faults = config.enable_test_hooks ? &faults : nullptr;
   // A backup's directory (node/backup.h): this start restores it (decision 51).
-  node_options.restored = IsUnrestoredBackup(config.data_dir);
+  absl::StatusOr<std::optional<PendingRestore>> restore = FindPendingRestore(config.data_dir);
+  if (!restore.ok()) return fail("restoring", restore.status());
+  node_options.restored = restore->has_value();
   if (node_options.restored) {
+    const PendingRestore& r = **restore;
+    if (absl::Status s = CheckRestore(r, absl::Now(), storage::EngineOptions().tombstone_retention,
+                                      config.restore_stale_backup);
+        !s.ok()) {
+      return fail("restoring " + config.data_dir, s);
+    }
+    if (r.node != config.name) {
+      spdlog::warn("restoring a backup of node '{}' as node '{}'", r.node, config.name);
+    }
     spdlog::warn(
-        "{} is a backup: restoring it with a new log identity; every peer sends a full "
-        "copy (merged, SPEC R7) to bring back what changed since the backup",
-        config.data_dir);
+        "{} is a backup taken {}: restoring it with a new log identity; every peer "
+        "sends a full copy (merged, SPEC R7) to bring back what changed since",
+        config.data_dir, absl::FormatTime(absl::RFC3339_sec, r.created, absl::UTCTimeZone()));
   }
+  RemoveUnfinishedBackups(config.backup_dir);
   const absl::Time open_start = absl::Now();
   auto node = catalog::LocalNode::Open(config.data_dir + "/db", node_options);
   if (!node.ok()) return fail("opening " + config.data_dir, node.status());

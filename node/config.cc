@@ -223,6 +223,9 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   app.add_option("--ops-tls-key-file", c.ops_tls_key_file, "the HTTPS certificate's key (PEM)");
   app.add_option("--backup-dir", c.backup_dir,
                  "where create_backup puts backups (default: <data-dir>/backups)");
+  app.add_flag("--restore-stale-backup", c.restore_stale_backup,
+               "restore a backup older than the tombstone retention (168h), accepting that rows "
+               "deleted since may come back");
   app.add_option("--admin-user", c.admin_user, "operations API user (env CAIRN_ADMIN_USER)")
       ->envname("CAIRN_ADMIN_USER")
       ->capture_default_str();

@@ -44,7 +44,8 @@ struct NodeConfig {
   // HTTPS for the operations API: this node's certificate chain and key (PEM files, read by
   // the server at start). Both or neither; the peer's certificate may serve for both.
   std::string ops_tls_cert_file, ops_tls_key_file;
-  std::string backup_dir;  // create_backup's directory; empty: <data-dir>/backups
+  std::string backup_dir;             // create_backup's directory; empty: <data-dir>/backups
+  bool restore_stale_backup = false;  // restore a backup older than the tombstone retention
 
   std::string admin_user = "admin";
   std::string admin_password;  // empty: no authentication, loopback only

@@ -5,7 +5,8 @@
 #   scripts/gen-certs.sh [--out DIR] [--days N] NAME[=HOST[,HOST...]] ...
 #
 #   scripts/gen-certs.sh n1=localhost,127.0.0.1 n2=localhost,127.0.0.1   # a local test
-#   scripts/gen-certs.sh --out /etc/cairn/tls cairn1=db1.example.net,10.0.0.1
+#   scripts/gen-certs.sh --out ./certs cairn1=db1.example.net,10.0.0.1   # then copy each
+#                                          # node its pair and ca.pem (never ca.key)
 #
 # In DIR (default ./certs): ca.pem and ca.key (made once, then reused so that nodes can be
 # added later; valid 10 years, or N days if longer), and NAME.pem / NAME.key for each NAME:
@@ -16,7 +17,7 @@
 set -euo pipefail
 
 usage() {
-  sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 die_usage() {
   echo "gen-certs: $*" >&2
@@ -78,11 +79,9 @@ for spec in "${specs[@]}"; do
 done
 
 if ! command -v openssl >/dev/null; then
-  echo "gen-certs: installing openssl"
-  sudo=""
-  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends openssl
+  # shellcheck source=scripts/lib/packages.sh
+  . "$(dirname "${BASH_SOURCE[0]}")/lib/packages.sh"
+  install_missing gen-certs openssl
 fi
 
 mkdir -p "$out"

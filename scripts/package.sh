@@ -36,20 +36,9 @@ while (($#)); do
 done
 
 # cpack needs dpkg-shlibdeps (dpkg-dev), file and strip (binutils).
-packages=(dpkg-dev file binutils)
-missing=()
-for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
-    missing+=("$p")
-  fi
-done
-if ((${#missing[@]})); then
-  echo "package: installing ${missing[*]}"
-  sudo=""
-  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+# shellcheck source=scripts/lib/packages.sh
+. "$root/scripts/lib/packages.sh"
+install_missing package dpkg-dev file binutils
 
 if [ -n "$existing" ]; then
   build=$(cd "$existing" 2>/dev/null && pwd) || die "no build directory '$existing'"

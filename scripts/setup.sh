@@ -20,19 +20,9 @@ packages=(
   iproute2 iptables libnetfilter-queue-dev dpkg-dev file
 )
 
-missing=()
-for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
-    missing+=("$p")
-  fi
-done
-if ((${#missing[@]})); then
-  echo "setup: installing ${missing[*]}"
-  sudo=""
-  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+# shellcheck source=scripts/lib/packages.sh
+. "$root/scripts/lib/packages.sh"
+install_missing setup "${packages[@]}"
 
 [ "${1:-}" = "--no-build" ] && exit 0
 

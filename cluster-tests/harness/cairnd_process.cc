@@ -92,6 +92,7 @@ absl::StatusOr<std::unique_ptr<CairndProcess>> CairndProcess::Start(const Cairnd
     }
   }
   std::fflush(nullptr);
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     ::close(log_fd);
@@ -99,7 +100,8 @@ absl::StatusOr<std::unique_ptr<CairndProcess>> CairndProcess::Start(const Cairnd
     return Error(ErrorCode::kInternal, "fork failed");
   }
   if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);  // no orphan outlives the test that started it
+    prctl(PR_SET_PDEATHSIG, SIGKILL);     // no orphan outlives the test that started it
+    if (getppid() != parent) _exit(125);  // the test died before the line above
     if (netns_fd >= 0 && setns(netns_fd, CLONE_NEWNET) != 0) _exit(126);
     dup2(log_fd, 1);
     dup2(log_fd, 2);

@@ -146,9 +146,17 @@ NetLab::~NetLab() {
 absl::Status NetLab::StopShaper(Host& h) {
   if (h.shaper_pid <= 0) return absl::OkStatus();
   (void)Succeeds(InNs(h.netns, absl::StrCat(iptables_, " -w -D ", kShapedRule)));
-  kill(h.shaper_pid, SIGTERM);
+  kill(h.shaper_pid, SIGTERM);  // it lets every held packet go, then exits
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
   int status = 0;
-  waitpid(h.shaper_pid, &status, 0);
+  while (waitpid(h.shaper_pid, &status, WNOHANG) == 0) {
+    if (absl::Now() > deadline) {
+      kill(h.shaper_pid, SIGKILL);
+      waitpid(h.shaper_pid, &status, 0);
+      break;
+    }
+    absl::SleepFor(absl::Milliseconds(5));  // polling for its exit, with a deadline
+  }
   h.shaper_pid = -1;
   return absl::OkStatus();
 }
@@ -159,11 +167,13 @@ absl::Status NetLab::Shape(int host, const LinkShape& shape) {
                     shape.loss_percent <= 0;
   if (shaper_ == "netem") {
     // The bridge side of the host's veth sends what the host receives.
-    const std::string qdisc = absl::StrCat("tc qdisc %s dev ", h.netns, " root");
-    (void)Succeeds(absl::StrFormat(qdisc.c_str(), "del"));
+    auto qdisc = [&h](const char* verb) {
+      return absl::StrCat("tc qdisc ", verb, " dev ", h.netns, " root");
+    };
+    (void)Succeeds(qdisc("del"));
     if (none) return absl::OkStatus();
-    return RunCommand(absl::StrCat(absl::StrFormat(qdisc.c_str(), "add"), " netem delay ",
-                                   Ms(shape.delay), "ms ", Ms(shape.jitter), "ms loss ",
+    return RunCommand(absl::StrCat(qdisc("add"), " netem delay ", Ms(shape.delay), "ms ",
+                                   Ms(shape.jitter), "ms loss ",
                                    absl::StrFormat("%.3f", shape.loss_percent), "%"));
   }
   if (shaper_ != "netshaper") {
@@ -189,9 +199,11 @@ absl::Status NetLab::Shape(int host, const LinkShape& shape) {
   argv.push_back(nullptr);
   const int netns_fd = ::open(("/run/netns/" + h.netns).c_str(), O_RDONLY | O_CLOEXEC);
   if (netns_fd < 0) return Error(ErrorCode::kInternal, "no network namespace " + h.netns);
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with the test
+    prctl(PR_SET_PDEATHSIG, SIGKILL);     // dies with the test
+    if (getppid() != parent) _exit(125);  // the test died before the line above
     if (setns(netns_fd, CLONE_NEWNET) != 0) _exit(126);
     execv(argv[0], argv.data());
     _exit(127);

@@ -1,5 +1,6 @@
 // Backup and restore of a node (create_backup; decision 51; docs/operations.md).
 #include <filesystem>
+#include <fstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -58,7 +59,7 @@ TEST_F(ScenarioTest, RestoredNodeGetsBackItsOwnLaterWrites) {
   c.Kill("n1");
   ReplaceDataDir(c.node("n1").options().data_dir, path);
   ASSERT_OK(c.Restart("n1"));
-  EXPECT_TRUE(absl::StrContains(c.node("n1").log(), "is a backup: restoring it"));
+  EXPECT_TRUE(absl::StrContains(c.node("n1").log(), "restoring it with a new log identity"));
   ASSERT_OK(c.WaitConverged());
 
   std::set<std::string> expected = Expected({{"before", 50}, {"after", 40}, {"peer", 20}});
@@ -79,6 +80,34 @@ TEST_F(ScenarioTest, RestoredNodeGetsBackItsOwnLaterWrites) {
   const std::string data_dir = c.node("n1").options().data_dir;
   EXPECT_FALSE(fs::exists(data_dir + "/backup.json"));
   EXPECT_TRUE(fs::exists(data_dir + "/restored-from.json"));
+}
+
+// A backup older than the tombstone retention could bring deleted rows back everywhere: the
+// node refuses to start on it, saying why, unless told to accept that.
+TEST_F(ScenarioTest, RestoreRefusesABackupOlderThanDeletesAreRemembered) {
+  ClusterOptions options;
+  options.names = {"n1"};
+  ASSERT_OK(StartCluster(options));
+  Cluster& c = cluster();
+  ASSERT_OK(c.Ok("n1", ops::CreateTable("shop", "orders")));
+  ASSERT_OK(c.Ok("n1", ops::Upsert("shop", "orders", ops::Rows("kept", 3))));
+  CAIRN_ASSIGN_OR_FAIL(json backup, c.Ok("n1", {{"operation", "create_backup"}}));
+  c.Kill("n1");
+  const std::string data_dir = c.node("n1").options().data_dir;
+  ReplaceDataDir(data_dir, backup["path"]);
+  // Eight days old: one more than the 168 h tombstone retention.
+  std::ifstream in(data_dir + "/backup.json");
+  json manifest = json::parse(in);
+  manifest["created"] =
+      absl::FormatTime(absl::RFC3339_sec, absl::Now() - absl::Hours(24 * 8), absl::UTCTimeZone());
+  std::ofstream(data_dir + "/backup.json") << manifest.dump();
+
+  absl::Status refused = c.Restart("n1");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(absl::StrContains(refused.message(), "--restore-stale-backup")) << refused;
+  ASSERT_OK(c.Restart("n1", {"--restore-stale-backup"}));
+  CAIRN_ASSIGN_OR_FAIL(auto keys, ops::Keys(c, "n1", "shop", "orders"));
+  EXPECT_EQ(keys.size(), 3u);
 }
 
 TEST_F(ScenarioTest, CreateBackupRefusesABadOrTakenName) {

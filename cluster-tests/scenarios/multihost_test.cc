@@ -81,6 +81,7 @@ class MultiHostTest : public ScenarioTest {
 // databases written on all three hosts, over mutual TLS.
 TEST_F(MultiHostTest, ReplicatesManyDatabasesOverSlowLossyLinks) {
   ASSERT_NO_FATAL_FAILURE(ShapeAll({absl::Milliseconds(20), absl::Milliseconds(5), 1.0}));
+  if (IsSkipped()) return;  // no way to shape on this machine: ShapeAll said why
   ASSERT_OK(StartHosts());
   Cluster& c = cluster();
   const std::vector<std::string> nodes = c.names();

@@ -82,12 +82,13 @@ TEST_F(ChangeLogTest, ForgetIdentityTakesANewLogIdAndDropsEveryCursor) {
     ASSERT_TRUE(batch.Put(engine_->cf(Cf::kMeta), ToSlice(CursorKey(peer, "db")), "c").ok());
   }
   ASSERT_TRUE(batch.Put(engine_->cf(Cf::kMeta), ToSlice(LogTrimKey("other")), "12345678").ok());
+  // The first key past the cursors' range: not a cursor, kept.
+  ASSERT_TRUE(batch.Put(engine_->cf(Cf::kMeta), ToSlice(PrefixSuccessor(kCursorPrefix)), "x").ok());
   ASSERT_OK(engine_->Write(&batch));
 
   log_.reset();
   ASSERT_OK(ChangeLog::ForgetIdentity(engine_.get()));
-  log_ = std::make_unique<ChangeLog>(engine_.get());
-  ASSERT_OK(log_->Recover());
+  Reopen();  // what ForgetIdentity did is durable: Reopen() runs Recover() on a fresh engine
 
   EXPECT_NE(log_->log_id(), old_id);
   EXPECT_NE(log_->log_id(), 0u);
@@ -98,6 +99,8 @@ TEST_F(ChangeLogTest, ForgetIdentityTakesANewLogIdAndDropsEveryCursor) {
   std::string value;
   bool found = false;
   ASSERT_OK(engine_->Get(Cf::kMeta, LogTrimKey("other"), &value, &found));
+  EXPECT_TRUE(found);
+  ASSERT_OK(engine_->Get(Cf::kMeta, PrefixSuccessor(kCursorPrefix), &value, &found));
   EXPECT_TRUE(found);
   // The log itself is kept: the next sequence follows the old entries.
   EXPECT_EQ(log_->Reserve("db", 1).first(), 4u);
