@@ -18,7 +18,16 @@ install(TARGETS cairnd cairn RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # Absolute destinations: Debian 12 keeps units in /lib/systemd/system and configs in /etc,
 # whatever the install prefix.
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/cairnd.service DESTINATION /lib/systemd/system)
-install(FILES ${PROJECT_SOURCE_DIR}/packaging/cairnd.yaml DESTINATION /etc/cairn)
+# The config never overwrites one in place: `cmake --install` on a configured host keeps the
+# operator's file (the package stages into an empty DESTDIR, so it always gets it). file(INSTALL)
+# puts DESTDIR in front of an absolute destination itself.
+install(CODE "
+  set(cairn_config \"\$ENV{DESTDIR}/etc/cairn/cairnd.yaml\")
+  if(EXISTS \"\${cairn_config}\")
+    message(STATUS \"Keeping: \${cairn_config}\")
+  else()
+    file(INSTALL \"${PROJECT_SOURCE_DIR}/packaging/cairnd.yaml\" DESTINATION /etc/cairn)
+  endif()")
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/operations.md
         DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/cairn)
 
