@@ -102,6 +102,11 @@ absl::StatusOr<std::unique_ptr<NetLab>> NetLab::Create(int hosts) {
   CAIRN_RETURN_IF_ERROR(
       RunCommand(absl::StrCat("ip addr add 198.18.", lab->subnet_, ".254/24 dev ", lab->bridge_,
                               " && ip link set ", lab->bridge_, " up")));
+  // With br_netfilter loaded, bridged packets cross this namespace's FORWARD chain, whose
+  // policy is DROP on a machine running Docker: let the lab's own traffic through.
+  lab->forward_rule_ =
+      absl::StrCat("FORWARD -i ", lab->bridge_, " -o ", lab->bridge_, " -j ACCEPT");
+  if (!Succeeds(absl::StrCat("iptables -w -I ", lab->forward_rule_))) lab->forward_rule_.clear();
   for (int i = 0; i < hosts; ++i) {
     if (absl::Status s = lab->AddHost(i); !s.ok()) {
       return i == 0 ? Unavailable(absl::StrCat("network namespaces (", s.message(), ")")) : s;
@@ -140,6 +145,7 @@ NetLab::~NetLab() {
     (void)Succeeds(absl::StrCat("ip link del ", h.netns));
     (void)Succeeds(absl::StrCat("ip netns del ", h.netns));
   }
+  if (!forward_rule_.empty()) (void)Succeeds(absl::StrCat("iptables -w -D ", forward_rule_));
   if (!bridge_.empty()) (void)Succeeds(absl::StrCat("ip link del ", bridge_));
 }
 
