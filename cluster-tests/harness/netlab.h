@@ -71,7 +71,7 @@ class NetLab {
   int subnet_ = 0;
   std::string bridge_;
   std::string forward_rule_;  // inserted in our namespace's FORWARD chain; empty: none
-  std::string iptables_;  // iptables-legacy or iptables
+  std::string iptables_;      // iptables-legacy or iptables
   std::string shaper_;
   std::vector<Host> hosts_;
 };

@@ -95,10 +95,10 @@ TEST_F(CairndClusterTest, R3_ATableAppearsOnEveryNodeThroughAChainOfLinks) {
   ASSERT_EVENTUALLY([&] {
     const std::string metrics = nodes_["n2"]->Get("/metrics").body;
     for (const char* peer : {"n1", "n3"}) {
-      ASSERT_THAT(metrics, ::testing::HasSubstr(absl::StrCat("cairn_peer_connected{peer=\"", peer,
-                                                             "\"} 1\n")));
-      ASSERT_THAT(metrics, ::testing::HasSubstr(absl::StrCat("cairn_peer_lag_entries{peer=\"",
-                                                             peer, "\"} 0\n")));
+      ASSERT_THAT(metrics, ::testing::HasSubstr(
+                               absl::StrCat("cairn_peer_connected{peer=\"", peer, "\"} 1\n")));
+      ASSERT_THAT(metrics, ::testing::HasSubstr(
+                               absl::StrCat("cairn_peer_lag_entries{peer=\"", peer, "\"} 0\n")));
     }
   });
 }
