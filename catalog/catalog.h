@@ -223,4 +223,22 @@ class Catalog {
   SnapshotRef snapshot_ ABSL_GUARDED_BY(snapshot_mu_);  // what readers get
 };
 
+// Holds Catalog::mu_; after unlocking, tells the listener about every snapshot published
+// meanwhile. Listener calls therefore never run under a catalog lock.
+class ABSL_SCOPED_LOCKABLE Catalog::WriteLock {
+ public:
+  explicit WriteLock(Catalog* c) ABSL_EXCLUSIVE_LOCK_FUNCTION(c->mu_) : c_(c) { c_->mu_.Lock(); }
+  ~WriteLock() ABSL_UNLOCK_FUNCTION() {
+    std::vector<SnapshotRef> published = std::move(c_->to_notify_);
+    c_->to_notify_.clear();
+    c_->mu_.Unlock();
+    if (c_->listener_) {
+      for (const SnapshotRef& s : published) c_->listener_(s);
+    }
+  }
+
+ private:
+  Catalog* const c_;
+};
+
 }  // namespace cairn::catalog

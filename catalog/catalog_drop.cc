@@ -1,0 +1,429 @@
+// Catalog drops (SPEC C7-C11, C14): the local drop protocol, forwarded peer drops and markers.
+// The rest of Catalog is in catalog.cc (open, load, publish, creates, attributes) and
+// catalog_peer.cc (peer definitions).
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "catalog/catalog.h"
+#include "catalog/internal/catalog_rows.h"
+#include "catalog/names.h"
+#include "common/fault_points.h"
+#include "common/status.h"
+#include "spdlog/spdlog.h"
+#include "storage/keys.h"
+#include "storage/rocksdb_status.h"
+
+namespace cairn::catalog {
+
+using internal::MarkerId;
+using internal::PutProto;
+using internal::Qualified;
+using storage::Cf;
+using storage::ToSlice;
+
+namespace {
+
+// R14: the peers this node applied rows of `db` from (those with a cursor in it).
+absl::StatusOr<std::vector<std::string>> PeersWithCursorIn(storage::Engine* engine,
+                                                           absl::string_view db) {
+  std::vector<std::string> peers;
+  const std::string prefix(storage::kCursorPrefix);
+  auto it = engine->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(prefix));
+  for (it->Seek(ToSlice(prefix)); it->Valid(); it->Next()) {
+    absl::string_view key(it->key().data(), it->key().size());
+    key.remove_prefix(prefix.size());
+    const size_t nul = key.find('\0');
+    if (nul != absl::string_view::npos && key.substr(nul + 1) == db) {
+      peers.emplace_back(key.substr(0, nul));
+    }
+  }
+  CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
+  return peers;
+}
+
+// Whether `generation` holds peer rows with a row generation in [lo, hi) (storage::RowGenKey).
+absl::StatusOr<bool> HoldsRowGenerations(storage::Engine* engine, uint64_t generation, Hlc lo,
+                                         std::optional<Hlc> hi) {
+  const std::string end =
+      hi.has_value() ? storage::RowGenKey(generation, *hi) : storage::RowGenPrefix(generation + 1);
+  auto it = engine->NewIterator(Cf::kMeta, nullptr, end);
+  it->Seek(ToSlice(storage::RowGenKey(generation, lo)));
+  if (it->Valid()) return true;
+  CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
+  return false;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Drops (C7, C8, C9, C11, C14).
+
+absl::Status Catalog::TombstoneLocked(const TableRef& def, bool timed, Hlc dropped_time) {
+  mu_.AssertHeld();
+  v1::Tombstone tombstone;
+  tombstone.set_drop_id(next_drop_id_++);
+  tombstone.set_incarnation(options_.incarnation);
+  tombstone.set_timed(timed);
+  if (timed) tombstone.set_dropped_time(dropped_time);
+  v1::TableRow row = def->row();
+  *row.mutable_tombstone() = tombstone;
+  rocksdb::WriteBatch batch;
+  PutProto(engine_, &batch, Cf::kCatalog,
+           storage::TableKey(def->database(), def->name(), def->generation_id()), row);
+  CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
+
+  pending_drops_[def->generation_id()] = PendingDrop{def, tombstone};
+  auto next = CopyLocked();
+  PutTable(next.get(), def->database(), def->name(), nullptr);
+  next->dropping.insert(MarkerId(def->database(), def->name()));
+  if (timed) {
+    Hlc& m = next->markers[MarkerId(def->database(), def->name())];
+    m = std::max(m, dropped_time);
+  }
+  PublishLocked(std::move(next));
+  return absl::OkStatus();
+}
+
+std::vector<uint64_t> Catalog::PendingDropsOfLocked(absl::string_view db,
+                                                    absl::string_view table) const {
+  mu_.AssertHeld();
+  std::vector<uint64_t> out;
+  for (const auto& [generation, pending] : pending_drops_) {
+    if (pending.def->database() == db && pending.def->name() == table) out.push_back(generation);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+DropStats Catalog::drop_stats() const {
+  DropStats stats;
+  {
+    absl::MutexLock lock(&mu_);
+    stats.in_progress = pending_drops_.size();
+  }
+  stats.drains = drains_.load(std::memory_order_relaxed);
+  stats.drain_timeouts = drain_timeouts_.load(std::memory_order_relaxed);
+  stats.drain_time_total = absl::Microseconds(drain_micros_total_.load(std::memory_order_relaxed));
+  stats.rows_retired = rows_retired_.load(std::memory_order_relaxed);
+  return stats;
+}
+
+absl::Status Catalog::DrainAndFinish(const std::vector<uint64_t>& generations) {
+  CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kDropAfterTombstone));
+  for (uint64_t generation : generations) {
+    PendingDrop pending;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = pending_drops_.find(generation);
+      if (it == pending_drops_.end()) continue;  // a concurrent drop finished it
+      pending = it->second;
+    }
+    // Step 2, outside every catalog lock: refuse new work, cancel scans, wait for in-flight
+    // operations of this generation only.
+    const absl::Time drain_start = absl::Now();
+    absl::Status drained =
+        pending.def->state()->gate().Close(drain_start + options_.drop_drain_timeout);
+    drain_micros_total_.fetch_add(absl::ToInt64Microseconds(absl::Now() - drain_start),
+                                  std::memory_order_relaxed);
+    (drained.ok() ? drains_ : drain_timeouts_).fetch_add(1, std::memory_order_relaxed);
+    if (!drained.ok()) {
+      spdlog::warn(
+          "[{}] drop of {} did not drain: {}; the table stays unavailable until a "
+          "retry of the drop completes it",
+          options_.node_name, pending.def->QualifiedName(), drained.ToString());
+      return Error(ErrorCode::kTableDropping,
+                   absl::StrCat("drop of '", pending.def->QualifiedName(),
+                                "' timed out waiting for in-flight operations (", drained.message(),
+                                "); retry the drop to complete it"));
+    }
+    CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kDropAfterDrain));
+    WriteLock lock(this);
+    auto it = pending_drops_.find(generation);
+    if (it == pending_drops_.end()) continue;
+    // Step 3.
+    const TableRef def = it->second.def;
+    CAIRN_RETURN_IF_ERROR(FinishDropLocked(def->row(), it->second.tombstone));
+    pending_drops_.erase(it);
+    if (PendingDropsOfLocked(def->database(), def->name()).empty()) {
+      auto next = CopyLocked();
+      next->dropping.erase(MarkerId(def->database(), def->name()));
+      PublishLocked(std::move(next));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Catalog::FinishDropLocked(const v1::TableRow& row, const v1::Tombstone& tombstone) {
+  mu_.AssertHeld();
+  const uint64_t generation = row.generation_id();
+  const std::string begin = storage::GenerationPrefix(generation);
+  const std::string end = storage::GenerationPrefix(generation + 1);
+  const std::string attrs_begin = storage::AttributePrefix(generation);
+  const std::string attrs_end = storage::AttributePrefix(generation + 1);
+
+  rocksdb::WriteBatch batch;
+  batch.DeleteRange(engine_->cf(Cf::kRecords), ToSlice(begin), ToSlice(end)).PermitUncheckedError();
+  batch.DeleteRange(engine_->cf(Cf::kIndexes), ToSlice(begin), ToSlice(end)).PermitUncheckedError();
+  batch.DeleteRange(engine_->cf(Cf::kCatalog), ToSlice(attrs_begin), ToSlice(attrs_end))
+      .PermitUncheckedError();
+  batch
+      .Delete(engine_->cf(Cf::kCatalog),
+              ToSlice(storage::TableKey(row.database(), row.name(), generation)))
+      .PermitUncheckedError();
+  batch.Delete(engine_->cf(Cf::kMeta), ToSlice(storage::CountKey(generation)))
+      .PermitUncheckedError();
+  const std::string strips = storage::StripKey(generation, "");
+  const std::string strips_end = storage::StripKey(generation + 1, "");
+  batch.DeleteRange(engine_->cf(Cf::kMeta), ToSlice(strips), ToSlice(strips_end))
+      .PermitUncheckedError();
+  batch.Delete(engine_->cf(Cf::kMeta), ToSlice(storage::PurgeKey(generation)))
+      .PermitUncheckedError();
+  batch
+      .DeleteRange(engine_->cf(Cf::kMeta), ToSlice(storage::RowGenPrefix(generation)),
+                   ToSlice(storage::RowGenPrefix(generation + 1)))
+      .PermitUncheckedError();
+  if (tombstone.timed()) {
+    // R14: rows of a generation newer than the drop, relayed into this one, must not die
+    // with it. Every peer this node has applied rows from is asked again for the table
+    // (replication reads the refetch row); recorded in the drop's own batch.
+    CAIRN_ASSIGN_OR_RETURN(
+        bool newer_rows,
+        HoldsRowGenerations(engine_, generation, tombstone.dropped_time(), std::nullopt));
+    if (newer_rows) {
+      CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> peers,
+                             PeersWithCursorIn(engine_, row.database()));
+      std::string when;
+      storage::PutBigEndian64(tombstone.dropped_time(), &when);
+      for (const std::string& peer : peers) {
+        batch
+            .Put(engine_->cf(Cf::kMeta),
+                 ToSlice(storage::RefetchKey(row.database(), row.name(), peer)), when)
+            .PermitUncheckedError();
+      }
+      spdlog::warn(
+          "[{}] {}.{}: the retired generation held rows of a newer generation; "
+          "asking {} peer(s) for them again (R14)",
+          options_.node_name, row.database(), row.name(), peers.size());
+    }
+  }
+  if (!tombstone.timed()) {
+    // Decision 44: a local-only drop (or a node-local table's drop) leaves no marker, so a
+    // peer's table of the name may come back here with its next snapshot (C5). The rows this
+    // node applied from that peer before (or skipped while its own node-local table held the
+    // name) must come back with it: every peer with a cursor in the database is asked again
+    // for the table once it is live here again (value 0: "after a local drop").
+    CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> peers,
+                           PeersWithCursorIn(engine_, row.database()));
+    const std::string zero(8, '\0');
+    for (const std::string& peer : peers) {
+      batch
+          .Put(engine_->cf(Cf::kMeta),
+               ToSlice(storage::RefetchKey(row.database(), row.name(), peer)), zero)
+          .PermitUncheckedError();
+    }
+  }
+  if (tombstone.timed()) {
+    // The marker only moves forward.
+    const std::string key = storage::MarkerKey(row.database(), row.name());
+    std::string value;
+    bool found = false;
+    CAIRN_RETURN_IF_ERROR(engine_->Get(Cf::kCatalog, key, &value, &found));
+    v1::DropMarker held;
+    if (found) held.ParseFromString(value);
+    if (!found || held.dropped_time() < tombstone.dropped_time()) {
+      v1::DropMarker marker;
+      marker.set_dropped_time(tombstone.dropped_time());
+      PutProto(engine_, &batch, Cf::kCatalog, key, marker);
+    }
+  }
+  CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kDropBeforeFinalCommit));
+  CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
+  // why ignored: the drop is complete; only crash, delay and block matter here.
+  CAIRN_FAULT(options_.faults, fault_points::kDropAfterFinalCommit).IgnoreError();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DropResult> Catalog::DropTable(absl::string_view db, absl::string_view table,
+                                              bool timed) {
+  std::vector<uint64_t> generations;
+  DropResult result;
+  {
+    WriteLock lock(this);
+    auto live = current_->FindTable(db, table);
+    generations = PendingDropsOfLocked(db, table);
+    if (!live.ok()) {
+      // A retry of a drop whose drain timed out completes it.
+      if (generations.empty()) return live.status();
+      const v1::Tombstone& t = pending_drops_[generations.back()].tombstone;
+      result.timed = t.timed();
+      result.dropped_time = t.dropped_time();
+    } else {
+      const TableRef& def = *live;
+      result.timed = timed && def->replicate();  // C11: a node-local drop is never timed
+      if (result.timed) {
+        result.dropped_time = std::max(options_.hlc->Now(), def->created_time() + 1);  // C7
+      }
+      CAIRN_RETURN_IF_ERROR(TombstoneLocked(def, result.timed, result.dropped_time));
+      generations.push_back(def->generation_id());
+    }
+  }
+  CAIRN_RETURN_IF_ERROR(DrainAndFinish(generations));
+  return result;
+}
+
+absl::StatusOr<DropResult> Catalog::DropDatabase(absl::string_view db, bool timed) {
+  std::vector<std::string> tables;
+  DropResult result;
+  {
+    WriteLock lock(this);
+    const DatabaseDef* d = current_->FindDatabase(db);
+    if (d == nullptr) {
+      return Error(ErrorCode::kDatabaseNotFound,
+                   absl::StrCat("database '", db, "' does not exist"));
+    }
+    for (const auto& [name, def] : d->tables) tables.push_back(name);
+  }
+  for (const std::string& t : tables) {
+    auto dropped = DropTable(db, t, timed);
+    if (!dropped.ok()) {
+      if (GetErrorCode(dropped.status()) == ErrorCode::kTableNotFound) continue;  // raced
+      return dropped.status();
+    }
+    if (dropped->timed) {
+      result.timed = true;
+      result.dropped_time = std::max(result.dropped_time, dropped->dropped_time);
+    }
+  }
+  WriteLock lock(this);
+  const DatabaseDef* d = current_->FindDatabase(db);
+  if (d == nullptr) return result;
+  if (!d->tables.empty()) {
+    // A table was created in it meanwhile: it lives, and so does its database.
+    spdlog::info("[{}] database {} keeps {} table(s) created during its drop", options_.node_name,
+                 std::string(db), d->tables.size());
+    return result;
+  }
+  rocksdb::WriteBatch batch;
+  batch.Delete(engine_->cf(Cf::kCatalog), ToSlice(storage::DatabaseKey(db))).PermitUncheckedError();
+  CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
+  auto next = CopyLocked();
+  next->databases.erase(std::string(db));
+  PublishLocked(std::move(next));
+  return result;
+}
+
+absl::StatusOr<bool> Catalog::RecordMarkerLocked(absl::string_view db, absl::string_view table,
+                                                 Hlc dropped_time, CatalogSnapshot* snap) {
+  mu_.AssertHeld();
+  if (dropped_time <= current_->MarkerFor(db, table)) return false;
+  v1::DropMarker marker;
+  marker.set_dropped_time(dropped_time);
+  rocksdb::WriteBatch batch;
+  PutProto(engine_, &batch, Cf::kCatalog, storage::MarkerKey(db, table), marker);
+  CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
+  snap->markers[MarkerId(db, table)] = dropped_time;
+  return true;
+}
+
+absl::StatusOr<PeerDropResult> Catalog::ApplyPeerDrop(absl::string_view db, absl::string_view table,
+                                                      Hlc dropped_time) {
+  CAIRN_RETURN_IF_ERROR(ValidateDatabaseName(db));
+  CAIRN_RETURN_IF_ERROR(ValidateTableName(table));
+  options_.hlc->Observe(dropped_time);
+  uint64_t generation = 0;
+  {
+    // The decision and the tombstone are one critical section (C8 "re-checked under the
+    // catalog lock"): a recreate cannot slip in between.
+    WriteLock lock(this);
+    auto live = current_->FindTable(db, table);
+    if (!live.ok() || !(*live)->replicate() ||
+        !IsDeadGeneration((*live)->created_time(), dropped_time)) {
+      // Absent, node-local (C11) or newer: kept. The marker is recorded either way so it
+      // reaches nodes that still hold older copies.
+      if (live.ok() && (*live)->replicate() && dropped_time > current_->MarkerFor(db, table)) {
+        // A kept replicating generation: the marker is published with a new definition, so
+        // a peer apply that checked row generations against the old marker re-checks them
+        // (GenerationState (1)); the caller's purge then sees every row it must remove.
+        rocksdb::WriteBatch batch;
+        v1::DropMarker marker;
+        marker.set_dropped_time(dropped_time);
+        PutProto(engine_, &batch, Cf::kCatalog, storage::MarkerKey(db, table), marker);
+        // Rows of older generations relayed into this one die with the marker (C8). The
+        // purge is recorded in the marker's batch, so a crash before it runs cannot skip it
+        // (the marker, once held, is never applied again); RecordStore runs it.
+        CAIRN_ASSIGN_OR_RETURN(
+            bool older_rows,
+            HoldsRowGenerations(engine_, (*live)->generation_id(), 0, dropped_time));
+        if (older_rows) {
+          std::string value;
+          storage::PutBigEndian64(dropped_time, &value);
+          batch
+              .Put(engine_->cf(Cf::kMeta), ToSlice(storage::PurgeKey((*live)->generation_id())),
+                   value)
+              .PermitUncheckedError();
+        }
+        const std::pair<std::string, std::string> id = MarkerId(db, table);
+        CAIRN_RETURN_IF_ERROR(ReplaceDefinitionLocked(
+                                  *live, (*live)->row(), (*live)->attributes(), &batch,
+                                  [&](CatalogSnapshot* next) { next->markers[id] = dropped_time; })
+                                  .status());
+        return PeerDropResult::kKept;
+      }
+      auto next = CopyLocked();
+      CAIRN_ASSIGN_OR_RETURN(bool recorded,
+                             RecordMarkerLocked(db, table, dropped_time, next.get()));
+      if (recorded) PublishLocked(std::move(next));
+      return live.ok() ? PeerDropResult::kKept : PeerDropResult::kAbsent;
+    }
+    CAIRN_RETURN_IF_ERROR(TombstoneLocked(*live, /*timed=*/true, dropped_time));
+    generation = (*live)->generation_id();
+  }
+  // The rows die with their generation (the drop is the older fact, SPEC §5): never silently.
+  uint64_t rows = 0;
+  {
+    std::string value;
+    bool found = false;
+    CAIRN_RETURN_IF_ERROR(engine_->Get(Cf::kMeta, storage::CountKey(generation), &value, &found));
+    if (found) rows = static_cast<uint64_t>(std::max<int64_t>(0, storage::DecodeCount(value)));
+  }
+  CAIRN_RETURN_IF_ERROR(DrainAndFinish({generation}));
+  if (rows > 0) {
+    CountRetiredRows(rows);
+    spdlog::warn("[{}] {} row(s) of {} died with their generation, retired by a peer's drop at {}",
+                 options_.node_name, rows, Qualified(db, table), dropped_time);
+  }
+  return PeerDropResult::kDropped;
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, PeerDropResult>>> Catalog::ApplyPeerDropDatabase(
+    absl::string_view db, Hlc dropped_time) {
+  CAIRN_RETURN_IF_ERROR(ValidateDatabaseName(db));
+  std::vector<std::string> tables;
+  {
+    WriteLock lock(this);
+    if (const DatabaseDef* d = current_->FindDatabase(db)) {
+      for (const auto& [name, def] : d->tables) tables.push_back(name);
+    }
+  }
+  std::vector<std::pair<std::string, PeerDropResult>> results;
+  for (const std::string& t : tables) {
+    CAIRN_ASSIGN_OR_RETURN(PeerDropResult r, ApplyPeerDrop(db, t, dropped_time));
+    results.emplace_back(t, r);
+  }
+  WriteLock lock(this);
+  const DatabaseDef* d = current_->FindDatabase(db);
+  if (d != nullptr && d->tables.empty()) {
+    rocksdb::WriteBatch batch;
+    batch.Delete(engine_->cf(Cf::kCatalog), ToSlice(storage::DatabaseKey(db)))
+        .PermitUncheckedError();
+    CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
+    auto next = CopyLocked();
+    next->databases.erase(std::string(db));
+    PublishLocked(std::move(next));
+  }
+  return results;
+}
+
+}  // namespace cairn::catalog

@@ -1,0 +1,111 @@
+// Catalog: peer definitions (SPEC C4, C5, C6, C11). See catalog.cc for the rest.
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "catalog/catalog.h"
+#include "catalog/internal/catalog_rows.h"
+#include "catalog/names.h"
+#include "common/status.h"
+#include "spdlog/spdlog.h"
+
+namespace cairn::catalog {
+
+using internal::BuildAttributes;
+using internal::Qualified;
+
+// ---------------------------------------------------------------------------------------------
+// Peer definitions (C4, C5, C6, C11).
+
+void Catalog::LogDiscardOnceLocked(const TableRef& def, absl::string_view attribute,
+                                   absl::string_view field, absl::string_view local,
+                                   absl::string_view peer) {
+  mu_.AssertHeld();
+  std::string key = absl::StrCat(def->generation_id(), "/", attribute, "/", field);
+  if (!logged_discards_.insert(std::move(key)).second) return;
+  spdlog::warn(
+      "[{}] ignoring a peer's redefinition of {}.{} ({}: local {}, peer {}); the local "
+      "schema is authoritative (C4)",
+      options_.node_name, def->QualifiedName(), std::string(attribute), std::string(field),
+      std::string(local), std::string(peer));
+}
+
+absl::Status Catalog::ApplyPeerTable(const PeerTableDef& peer) {
+  CAIRN_RETURN_IF_ERROR(ValidateDatabaseName(peer.database));
+  CAIRN_RETURN_IF_ERROR(ValidateTableName(peer.table));
+  if (peer.primary_key.empty()) {
+    return Error(ErrorCode::kBadRequest,
+                 absl::StrCat("peer definition of ", Qualified(peer.database, peer.table),
+                              " has no primary key"));
+  }
+  CAIRN_RETURN_IF_ERROR(ValidateAttributeName(peer.primary_key));
+  for (const AttributeSpec& a : peer.attributes)
+    CAIRN_RETURN_IF_ERROR(ValidateAttributeName(a.name));
+  options_.hlc->Observe(peer.created_time);
+
+  WriteLock lock(this);
+  // C6, under the same lock as the create it guards.
+  const Hlc marker = current_->MarkerFor(peer.database, peer.table);
+  if (IsDeadGeneration(peer.created_time, marker)) {
+    if (logged_discards_
+            .insert(absl::StrCat("dead/", peer.database, "/", peer.table, "/", peer.created_time))
+            .second) {
+      spdlog::warn("[{}] refusing a peer definition of {} created at {}: dropped at {} (C6)",
+                   options_.node_name, Qualified(peer.database, peer.table), peer.created_time,
+                   marker);
+    }
+    return Error(
+        ErrorCode::kTableGenerationDropped,
+        absl::StrCat("table '", Qualified(peer.database, peer.table), "' generation created at ",
+                     peer.created_time, " was dropped at ", marker));
+  }
+  auto live = current_->FindTable(peer.database, peer.table);
+  if (!live.ok()) {
+    // C5: a new generation with the peer's stamp (0 if it sent none).
+    CAIRN_ASSIGN_OR_RETURN(std::vector<AttributeDef> attributes,
+                           BuildAttributes(peer.primary_key, peer.attributes, v1::CLUSTER));
+    v1::TableRow row;
+    row.set_database(peer.database);
+    row.set_name(peer.table);
+    row.set_created_time(peer.created_time);
+    row.set_primary_key(peer.primary_key);
+    row.set_schema_defined(peer.schema_defined);
+    row.set_replicate(true);
+    row.set_origin(v1::CLUSTER);
+    return CreateGenerationLocked(std::move(row), std::move(attributes)).status();
+  }
+  const TableRef& def = *live;
+  if (!def->replicate()) {
+    // C11: a node-local table owns its name here; the peer's table is a different one.
+    LogDiscardOnceLocked(def, "*", "replicate", "false (node-local)", "true");
+    return absl::OkStatus();
+  }
+  // C4: additive only. Differences are logged once and discarded.
+  if (def->primary_key() != peer.primary_key) {
+    LogDiscardOnceLocked(def, "*", "primary_key", def->primary_key(), peer.primary_key);
+  }
+  if (def->schema_defined() != peer.schema_defined) {
+    LogDiscardOnceLocked(def, "*", "schema_defined", def->schema_defined() ? "true" : "false",
+                         peer.schema_defined ? "true" : "false");
+  }
+  std::vector<AttributeSpec> added;
+  for (const AttributeSpec& a : peer.attributes) {
+    const AttributeDef* local = def->FindAttribute(a.name);
+    if (local == nullptr) {
+      if (a.name != peer.primary_key) added.push_back(a);
+      continue;
+    }
+    if (local->is_primary_key) continue;
+    if (local->type != a.type) {
+      LogDiscardOnceLocked(def, a.name, "type", AttributeTypeName(local->type),
+                           AttributeTypeName(a.type));
+    }
+    if (local->indexed != a.indexed) {
+      LogDiscardOnceLocked(def, a.name, "indexed", local->indexed ? "true" : "false",
+                           a.indexed ? "true" : "false");
+    }
+  }
+  if (added.empty()) return absl::OkStatus();
+  return AddAttributesLocked(def, added, v1::CLUSTER).status();
+}
+
+}  // namespace cairn::catalog

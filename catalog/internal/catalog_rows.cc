@@ -1,0 +1,90 @@
+#include "catalog/internal/catalog_rows.h"
+
+#include <algorithm>
+
+#include "catalog/names.h"
+#include "common/status.h"
+#include "storage/keys.h"
+
+namespace cairn::catalog::internal {
+
+using storage::Cf;
+using storage::ToSlice;
+
+void PutProto(storage::Engine* engine, rocksdb::WriteBatch* batch, Cf cf, absl::string_view key,
+              const google::protobuf::MessageLite& msg) {
+  // why ignored: WriteBatch::Put fails only for values over 4 GiB.
+  batch->Put(engine->cf(cf), ToSlice(key), msg.SerializeAsString()).PermitUncheckedError();
+}
+
+std::string BigEndian(uint64_t v) {
+  std::string s;
+  storage::PutBigEndian64(v, &s);
+  return s;
+}
+
+AttributeDef FromRow(const v1::AttributeRow& row) {
+  AttributeDef a;
+  a.name = row.name();
+  a.type = row.type() == v1::ATTRIBUTE_TYPE_UNSPECIFIED ? v1::ANY : row.type();
+  a.indexed = row.indexed();
+  a.id = row.attribute_id();
+  a.is_primary_key = row.is_primary_key();
+  a.origin = row.origin();
+  return a;
+}
+
+v1::AttributeRow ToRow(const AttributeDef& a) {
+  v1::AttributeRow row;
+  row.set_name(a.name);
+  row.set_type(a.type);
+  row.set_indexed(a.indexed);
+  row.set_attribute_id(a.id);
+  row.set_is_primary_key(a.is_primary_key);
+  row.set_origin(a.origin);
+  return row;
+}
+
+absl::StatusOr<std::vector<AttributeDef>> BuildAttributes(absl::string_view primary_key,
+                                                          const std::vector<AttributeSpec>& specs,
+                                                          Origin origin) {
+  std::vector<AttributeDef> out;
+  AttributeDef pk;
+  pk.name = std::string(primary_key);
+  pk.type = v1::ID;
+  pk.indexed = true;
+  pk.is_primary_key = true;
+  pk.origin = origin;
+  out.push_back(pk);
+  uint32_t next_id = 1;
+  for (const AttributeSpec& s : specs) {
+    CAIRN_RETURN_IF_ERROR(ValidateAttributeName(s.name));
+    if (s.name == primary_key) {
+      // D1: a primary key is a string or an integer.
+      if (s.type != v1::ANY && s.type != v1::ID && s.type != v1::STRING && s.type != v1::INT) {
+        return Error(ErrorCode::kBadRequest, absl::StrCat("primary key '", primary_key,
+                                                          "' must be of type ID, String or "
+                                                          "Int, not ",
+                                                          AttributeTypeName(s.type)));
+      }
+      if (s.type != v1::ANY) out[0].type = s.type;
+      continue;
+    }
+    auto dup = std::find_if(out.begin(), out.end(),
+                            [&](const AttributeDef& a) { return a.name == s.name; });
+    if (dup != out.end()) {
+      return Error(ErrorCode::kBadRequest,
+                   absl::StrCat("attribute '", s.name, "' is listed more than once"));
+    }
+    AttributeDef a;
+    a.name = s.name;
+    a.type = s.type;
+    a.indexed = s.indexed;
+    a.id = next_id++;
+    a.origin = origin;
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+}  // namespace cairn::catalog::internal

@@ -1,0 +1,76 @@
+// What every record path shares (catalog/record_store*.cc): the state of one record key while
+// a batch is built (Slot), the read of stored rows in one MultiGet, and the batch that writes
+// changed rows with their index differences, counts and change-log entries (SPEC D3, D4).
+// Thread-compatible.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "cairn/storage/v1/records.pb.h"
+#include "catalog/schema.h"
+#include "nlohmann/json.hpp"
+#include "rocksdb/iterator.h"
+#include "rocksdb/write_batch.h"
+#include "storage/change_log.h"
+#include "storage/engine.h"
+
+namespace cairn::catalog::internal {
+
+inline constexpr size_t kChunk = 256;  // keys per batch of a maintenance scan
+
+// A record body as stored JSON text (invalid UTF-8 replaced, never throws).
+std::string Dump(const nlohmann::json& j);
+
+// A stored or received record body. Anything but a JSON object reads as an empty object, so
+// no later merge or erase can throw on it.
+nlohmann::json ParseStored(const std::string& text);
+
+// (version, origin) ordering of SPEC D5.
+int CompareVersions(Hlc va, absl::string_view oa, Hlc vb, absl::string_view ob);
+
+absl::Status IteratorStatus(const rocksdb::Iterator& it);
+
+// The state of one record key while a batch is built: what is stored, and what the batch
+// will leave.
+struct Slot {
+  const TableDef* def = nullptr;
+  std::string key;  // record key
+  std::string encoded_pk;
+  // Stored before the batch.
+  bool stored = false;  // a row (live or tombstone) exists
+  storage::v1::StoredRecord original;
+  bool original_live = false;
+  nlohmann::json original_json;  // parsed only when live
+  // After the batch so far. next_json points at next_owned, or at a request's own record
+  // when the write needs no merge (no copy on the common insert path).
+  bool changed = false;
+  storage::v1::StoredRecord next;
+  nlohmann::json next_owned;
+  const nlohmann::json* next_json = nullptr;
+  bool live() const { return changed ? !next.deleted() : original_live; }
+  const nlohmann::json& current_json() const { return changed ? *next_json : original_json; }
+  const storage::v1::StoredRecord* current() const {
+    return changed ? &next : (stored ? &original : nullptr);
+  }
+  void SetNext(nlohmann::json j) {
+    next_owned = std::move(j);
+    next_json = &next_owned;
+  }
+};
+
+// Reads the stored rows of `slots` in one MultiGet.
+absl::Status LoadSlots(storage::Engine* engine, std::vector<Slot>* slots,
+                       const rocksdb::Snapshot* snapshot = nullptr);
+
+// Adds the changed slots to `batch`: record rows, index differences, record counts, and one
+// change-log entry each (D3, D4), under sequence numbers reserved in `db`'s log. The returned
+// reservation must live until the batch has committed (or failed): it holds the watermark.
+storage::ChangeLog::Reservation EmitSlots(storage::Engine* engine, storage::ChangeLog* log,
+                                          absl::string_view db, const std::vector<Slot>& slots,
+                                          rocksdb::WriteBatch* batch);
+
+}  // namespace cairn::catalog::internal

@@ -1,0 +1,234 @@
+// RecordStore, peer side: last-writer-wins apply of a peer's change entries (SPEC D5, R5, R6,
+// R8), with the cursor in the same batch.
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "catalog/internal/record_batch.h"
+#include "catalog/internal/record_codec.h"
+#include "catalog/names.h"
+#include "catalog/record_store.h"
+#include "common/fault_points.h"
+#include "common/status.h"
+#include "spdlog/spdlog.h"
+#include "storage/keys.h"
+
+namespace cairn::catalog {
+
+using internal::CompareVersions;
+using internal::EmitSlots;
+using internal::LoadSlots;
+using internal::Slot;
+using nlohmann::json;
+using storage::Cf;
+using storage::ToSlice;
+using storage::v1::ChangeEntry;
+using storage::v1::StoredRecord;
+
+namespace {
+
+constexpr int kMaxSchemaRetries = 64;
+
+// For a caller holding d's schema_mu shared through a lock the analysis cannot follow (one
+// lock per table of a peer batch, held in a vector).
+bool SchemaIsCurrentUnderDynamicLock(const TableDef& d) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  return d.state()->schema_version() == d.schema_version();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Peer apply (D5, R5, R6, R8).
+
+absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
+    absl::string_view db, const std::vector<ChangeEntry>& entries,
+    const std::function<void(rocksdb::WriteBatch*)>& extra) {
+  for (int attempt = 0; attempt < kMaxSchemaRetries; ++attempt) {
+    ApplyStats stats;
+    SnapshotRef snap = catalog_->Snapshot();
+    // 1. Resolve each entry's table. Skip, with the cursor still advancing: entries of a
+    //    node-local table here (C11), of a retired generation (C6, D7), or malformed. An
+    //    entry whose table is not live here and not provably dead refuses the whole batch:
+    //    its schema has not arrived yet (or its drop is completing), and skipping it would
+    //    lose it for good. Peer-only fields become attributes first.
+    struct Target {
+      TableRef def;
+      Gate::Token token;
+    };
+    // node_hash_map: target_of holds pointers into it across inserts.
+    absl::node_hash_map<std::string, std::optional<Target>> targets;
+    absl::flat_hash_map<std::string, bool> node_local;
+    std::vector<std::string> unknown;
+    std::vector<const Target*> target_of(entries.size(), nullptr);
+    std::vector<json> parsed(entries.size());
+    absl::flat_hash_map<std::string, std::vector<AttributeSpec>> missing;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const ChangeEntry& e = entries[i];
+      if (e.op() != storage::v1::PUT && e.op() != storage::v1::DELETE) {
+        ++stats.malformed;  // R1: what we do not understand is counted and ignored
+        continue;
+      }
+      if (IsDeadGeneration(e.row_generation(), snap->MarkerFor(db, e.table()))) {
+        ++stats.dead_generation;
+        continue;
+      }
+      auto [it, inserted] = targets.try_emplace(e.table());
+      if (inserted) {
+        auto def = snap->FindTable(db, e.table());
+        if (def.ok() && !(*def)->replicate()) {
+          node_local[e.table()] = true;
+        } else if (def.ok()) {
+          auto token = (*def)->state()->Admit((*def)->QualifiedName());
+          if (token.ok()) it->second = Target{*def, std::move(*token)};
+        }
+        if (!it->second.has_value() && node_local.count(e.table()) == 0) {
+          unknown.push_back(e.table());
+        }
+      }
+      if (!it->second.has_value()) {
+        if (node_local.count(e.table()) != 0) ++stats.node_local;
+        continue;
+      }
+      if (e.op() == storage::v1::PUT) {
+        json body = json::parse(e.json(), nullptr, /*allow_exceptions=*/false);
+        bool ok = body.is_object() && !internal::NestedDeeperThan(body, internal::kMaxRecordDepth);
+        for (auto f = body.begin(); ok && f != body.end(); ++f) {
+          ok = ValidateAttributeName(f.key()).ok();
+        }
+        if (!ok) {
+          ++stats.malformed;
+          continue;
+        }
+        parsed[i] = std::move(body);
+        for (const auto& field : parsed[i].items()) {
+          const std::string& name = field.key();
+          if (it->second->def->FindAttribute(name) == nullptr) {
+            auto& m = missing[e.table()];
+            if (std::none_of(m.begin(), m.end(),
+                             [&](const AttributeSpec& a) { return a.name == name; })) {
+              m.push_back({name, v1::ANY, true});
+            }
+          }
+        }
+      }
+      options_.hlc->Observe(e.version());
+      target_of[i] = &*it->second;
+    }
+    if (!unknown.empty()) {
+      return Error(ErrorCode::kTableNotFound,
+                   absl::StrCat("peer entries for ", absl::StrJoin(unknown, ", "), " in '", db,
+                                "', which has no live replicating table of that name here; "
+                                "apply the peer's schema, then retry"));
+    }
+    if (stats.malformed > 0) {
+      spdlog::warn("[{}] skipping {} malformed peer entr{} for '{}'", options_.node_name,
+                   stats.malformed, stats.malformed == 1 ? "y" : "ies", std::string(db));
+    }
+    for (auto& [table, specs] : missing) {
+      Target& t = *targets[table];
+      CAIRN_ASSIGN_OR_RETURN(t.def, catalog_->EnsureAttributes(t.def, specs, v1::CLUSTER));
+    }
+
+    CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kApplyBeforeLock));
+
+    // 2. Lock every key, then every generation's schema (shared, by generation id), and check
+    //    that each definition is current.
+    std::vector<Slot> slots;
+    absl::flat_hash_map<std::string, size_t> slot_of;
+    std::vector<size_t> slot_index(entries.size(), SIZE_MAX);
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (target_of[i] == nullptr) continue;
+      std::string key = storage::RecordKey(target_of[i]->def->generation_id(), entries[i].key());
+      auto [it, inserted] = slot_of.emplace(key, slots.size());
+      if (inserted) {
+        Slot s;
+        s.def = target_of[i]->def.get();
+        s.key = std::move(key);
+        s.encoded_pk = entries[i].key();
+        slots.push_back(std::move(s));
+      }
+      slot_index[i] = it->second;
+    }
+    std::vector<std::string> keys;
+    for (const Slot& s : slots) keys.push_back(s.key);
+    auto guard = latches_.Lock(keys);
+    std::vector<const TableDef*> defs;
+    for (const auto& [table, t] : targets) {
+      if (t.has_value()) defs.push_back(t->def.get());
+    }
+    std::sort(defs.begin(), defs.end(), [](const TableDef* a, const TableDef* b) {
+      return a->generation_id() < b->generation_id();
+    });
+    std::vector<std::unique_ptr<absl::ReaderMutexLock>> schema_locks;
+    bool stale = false;
+    for (const TableDef* d : defs) {
+      schema_locks.push_back(std::make_unique<absl::ReaderMutexLock>(&d->state()->schema_mu()));
+      if (!SchemaIsCurrentUnderDynamicLock(*d)) stale = true;
+    }
+    if (stale) continue;
+
+    // 3. Last-writer-wins per entry, in stream order (D5).
+    CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &slots));
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (slot_index[i] == SIZE_MAX) continue;
+      const ChangeEntry& e = entries[i];
+      Slot& s = slots[slot_index[i]];
+      if (const StoredRecord* cur = s.current()) {
+        int cmp = CompareVersions(e.version(), e.origin(), cur->version(), cur->origin());
+        if (cmp == 0) {
+          ++stats.duplicates;
+          continue;
+        }
+        if (cmp < 0) {
+          ++stats.older;
+          continue;
+        }
+      }
+      s.changed = true;
+      s.next.set_version(e.version());
+      s.next.set_origin(e.origin());
+      s.next.set_row_generation(e.row_generation());
+      s.next.set_deleted(e.op() == storage::v1::DELETE);
+      if (e.op() == storage::v1::DELETE) {
+        s.next.clear_json();
+        s.SetNext(json());
+      } else {
+        s.next.set_json(e.json());
+        s.SetNext(std::move(parsed[i]));
+      }
+      ++stats.applied;
+    }
+
+    // 4. One batch: the applied rows, their log entries (for relay, R8) and `extra` (R6).
+    //    A row of another generation than the local one is noted by its row generation
+    //    (storage::RowGenKey): a later marker then knows, without a scan, whether it must
+    //    purge older rows (C8) or re-fetch newer ones the retired generation held (R14).
+    rocksdb::WriteBatch batch;
+    absl::flat_hash_set<std::pair<uint64_t, uint64_t>> row_generations;
+    for (const Slot& s : slots) {
+      if (s.changed && s.next.row_generation() != s.def->created_time()) {
+        row_generations.emplace(s.def->generation_id(), s.next.row_generation());
+      }
+    }
+    for (const auto& [generation, row_generation] : row_generations) {
+      batch
+          .Put(engine_->cf(Cf::kMeta), ToSlice(storage::RowGenKey(generation, row_generation)),
+               rocksdb::Slice())
+          .PermitUncheckedError();
+    }
+    storage::ChangeLog::Reservation seqs = EmitSlots(engine_, log_, db, slots, &batch);
+    if (extra) extra(&batch);
+    if (batch.Count() == 0) return stats;
+    CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
+    return stats;
+  }
+  return absl::AbortedError("schema kept changing while applying peer entries; retry");
+}
+
+}  // namespace cairn::catalog

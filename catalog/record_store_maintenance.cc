@@ -1,0 +1,239 @@
+// RecordStore maintenance scans: drop_attribute's strip and the C8 purge of older row
+// generations, both resumable after a crash.
+#include <utility>
+#include <vector>
+
+#include "catalog/internal/record_batch.h"
+#include "catalog/internal/record_codec.h"
+#include "catalog/record_store.h"
+#include "common/fault_points.h"
+#include "common/status.h"
+#include "spdlog/spdlog.h"
+#include "storage/keys.h"
+
+namespace cairn::catalog {
+
+using internal::Dump;
+using internal::IteratorStatus;
+using internal::kChunk;
+using internal::LoadSlots;
+using internal::ParseStored;
+using internal::Slot;
+using nlohmann::json;
+using storage::Cf;
+using storage::ToSlice;
+using storage::ToView;
+using storage::v1::StoredRecord;
+
+// ---------------------------------------------------------------------------------------------
+// Maintenance scans: drop_attribute and the C8 purge. Both walk the generation in chunks,
+// lock each chunk's keys, re-read them, and rewrite what still needs it.
+
+absl::Status RecordStore::DropAttribute(absl::string_view db, absl::string_view table,
+                                        absl::string_view attribute) {
+  CAIRN_ASSIGN_OR_RETURN(TableRef def, catalog_->RemoveAttribute(db, table, attribute));
+  CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kStripAfterCatalog));
+  return StripAttribute(def, attribute);
+}
+
+absl::Status RecordStore::ResumePendingStrips() {
+  std::vector<std::pair<uint64_t, std::string>> pending;
+  {
+    const std::string prefix(storage::kStripPrefix);
+    auto it = engine_->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(prefix));
+    for (it->Seek(ToSlice(prefix)); it->Valid(); it->Next()) {
+      absl::string_view key(it->key().data(), it->key().size());
+      if (key.size() < prefix.size() + 8) continue;
+      key.remove_prefix(prefix.size());
+      pending.emplace_back(storage::GetBigEndian64(key), std::string(key.substr(8)));
+    }
+    CAIRN_RETURN_IF_ERROR(IteratorStatus(*it));
+  }
+  SnapshotRef snap = catalog_->Snapshot();
+  for (const auto& [generation, attribute] : pending) {
+    TableRef def = snap->FindGeneration(generation);
+    if (def == nullptr) {
+      // The generation was dropped: its drop removed the values already.
+      rocksdb::WriteBatch batch;
+      batch.Delete(engine_->cf(Cf::kMeta), storage::StripKey(generation, attribute))
+          .PermitUncheckedError();
+      CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
+      continue;
+    }
+    spdlog::info("[{}] resuming the strip of dropped attribute {}.{}", options_.node_name,
+                 def->QualifiedName(), attribute);
+    CAIRN_RETURN_IF_ERROR(StripAttribute(def, attribute));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RecordStore::StripAttribute(const TableRef& def, absl::string_view attribute) {
+  CAIRN_ASSIGN_OR_RETURN(Gate::Token token, def->state()->Admit(def->QualifiedName()));
+  // Every write validated against a definition that still had the attribute has committed
+  // (GenerationState (1)), so this scan sees every value the attribute had.
+  const std::string name(attribute);
+  const std::string begin = storage::GenerationPrefix(def->generation_id());
+  const std::string end = storage::GenerationPrefix(def->generation_id() + 1);
+  auto it = engine_->NewIterator(Cf::kRecords, nullptr, end);
+  it->Seek(ToSlice(begin));
+  while (it->Valid()) {
+    std::vector<Slot> slots;
+    for (; it->Valid() && slots.size() < kChunk; it->Next()) {
+      StoredRecord rec;
+      if (!rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) ||
+          rec.deleted() || ParseStored(rec.json()).count(name) == 0) {
+        continue;
+      }
+      Slot s;
+      s.key = it->key().ToString();
+      s.encoded_pk = s.key.substr(8);
+      slots.push_back(std::move(s));
+    }
+    CAIRN_RETURN_IF_ERROR(IteratorStatus(*it));
+    if (slots.empty()) continue;
+    std::vector<std::string> keys;
+    for (const Slot& s : slots) keys.push_back(s.key);
+    auto guard = latches_.Lock(keys);
+    CAIRN_ASSIGN_OR_RETURN(TableRef current, Refresh(def));
+    absl::ReaderMutexLock schema(&current->state()->schema_mu());
+    for (Slot& s : slots) s.def = current.get();
+    CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &slots));
+    rocksdb::WriteBatch batch;
+    for (Slot& s : slots) {
+      if (!s.original_live) continue;
+      if (current->FindAttribute(name) == nullptr) {
+        // Strip the value. Not a record write: version, origin and log are unchanged.
+        s.original_json.erase(name);
+        StoredRecord rec = s.original;
+        rec.set_json(Dump(s.original_json));
+        batch.Put(engine_->cf(Cf::kRecords), ToSlice(s.key), rec.SerializeAsString())
+            .PermitUncheckedError();
+      } else {
+        // Re-created meanwhile (a dynamic write brought it back): keep the value and make
+        // sure it is indexed under the new attribute.
+        for (const std::string& k : internal::IndexKeys(*current, s.original_json, s.encoded_pk)) {
+          batch.Put(engine_->cf(Cf::kIndexes), ToSlice(k), rocksdb::Slice()).PermitUncheckedError();
+        }
+      }
+    }
+    CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
+  }
+  CAIRN_RETURN_IF_ERROR(IteratorStatus(*it));
+  rocksdb::WriteBatch done;
+  done.Delete(engine_->cf(Cf::kMeta), storage::StripKey(def->generation_id(), name))
+      .PermitUncheckedError();
+  return engine_->Write(&done);
+}
+
+absl::StatusOr<uint64_t> RecordStore::PurgeRowsBefore(const TableRef& def, Hlc marker) {
+  CAIRN_ASSIGN_OR_RETURN(Gate::Token token, def->state()->Admit(def->QualifiedName()));
+  const std::string begin = storage::GenerationPrefix(def->generation_id());
+  const std::string end = storage::GenerationPrefix(def->generation_id() + 1);
+  uint64_t purged = 0;
+  auto it = engine_->NewIterator(Cf::kRecords, nullptr, end);
+  it->Seek(ToSlice(begin));
+  while (it->Valid()) {
+    std::vector<Slot> slots;
+    for (; it->Valid() && slots.size() < kChunk; it->Next()) {
+      StoredRecord rec;
+      if (!rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) ||
+          !IsDeadGeneration(rec.row_generation(), marker)) {
+        continue;
+      }
+      Slot s;
+      s.def = def.get();
+      s.key = it->key().ToString();
+      s.encoded_pk = s.key.substr(8);
+      slots.push_back(std::move(s));
+    }
+    CAIRN_RETURN_IF_ERROR(IteratorStatus(*it));
+    if (slots.empty()) continue;
+    std::vector<std::string> keys;
+    for (const Slot& s : slots) keys.push_back(s.key);
+    auto guard = latches_.Lock(keys);
+    absl::ReaderMutexLock schema(&def->state()->schema_mu());
+    CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &slots));
+    rocksdb::WriteBatch batch;
+    int64_t live_removed = 0;
+    for (Slot& s : slots) {
+      if (!s.stored || !IsDeadGeneration(s.original.row_generation(), marker)) continue;
+      // The row died with its generation (C8, D7): remove it outright. A relayed copy that
+      // arrives later is refused by the same rule.
+      if (s.original_live) {
+        for (const std::string& k : internal::IndexKeys(*def, s.original_json, s.encoded_pk)) {
+          batch.Delete(engine_->cf(Cf::kIndexes), ToSlice(k)).PermitUncheckedError();
+        }
+        ++live_removed;
+      }
+      batch.Delete(engine_->cf(Cf::kRecords), ToSlice(s.key)).PermitUncheckedError();
+      ++purged;
+    }
+    if (live_removed > 0) {
+      batch
+          .Merge(engine_->cf(Cf::kMeta), ToSlice(storage::CountKey(def->generation_id())),
+                 storage::EncodeCountDelta(-live_removed))
+          .PermitUncheckedError();
+    }
+    CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
+  }
+  CAIRN_RETURN_IF_ERROR(IteratorStatus(*it));
+  {
+    // Done: the pending purge and the row generations it removed are forgotten together.
+    rocksdb::WriteBatch batch;
+    batch.Delete(engine_->cf(Cf::kMeta), ToSlice(storage::PurgeKey(def->generation_id())))
+        .PermitUncheckedError();
+    batch
+        .DeleteRange(engine_->cf(Cf::kMeta), ToSlice(storage::RowGenKey(def->generation_id(), 0)),
+                     ToSlice(storage::RowGenKey(def->generation_id(), marker)))
+        .PermitUncheckedError();
+    CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
+  }
+  if (purged > 0) {
+    catalog_->CountRetiredRows(purged);
+    spdlog::warn("[{}] purged {} row(s) of {} older than its drop at {} (C8)", options_.node_name,
+                 purged, def->QualifiedName(), marker);
+  }
+  return purged;
+}
+
+absl::Status RecordStore::ResumePendingPurges() {
+  std::vector<std::pair<uint64_t, Hlc>> pending;
+  {
+    const std::string prefix(storage::kPurgePrefix);
+    auto it = engine_->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(prefix));
+    for (it->Seek(ToSlice(prefix)); it->Valid(); it->Next()) {
+      absl::string_view key(it->key().data(), it->key().size());
+      if (key.size() != prefix.size() + 8 || it->value().size() != 8) continue;
+      pending.emplace_back(storage::GetBigEndian64(key.substr(prefix.size())),
+                           storage::GetBigEndian64(ToView(it->value())));
+    }
+    CAIRN_RETURN_IF_ERROR(IteratorStatus(*it));
+  }
+  if (pending.empty()) return absl::OkStatus();
+  SnapshotRef snap = catalog_->Snapshot();
+  for (const auto& [generation, marker] : pending) {
+    TableRef def = snap->FindGeneration(generation);
+    if (def == nullptr) {
+      // The generation was dropped since: its drop removed every row.
+      rocksdb::WriteBatch batch;
+      batch.Delete(engine_->cf(Cf::kMeta), ToSlice(storage::PurgeKey(generation)))
+          .PermitUncheckedError();
+      CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
+      continue;
+    }
+    CAIRN_RETURN_IF_ERROR(PurgeRowsBefore(def, marker).status());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PeerDropResult> RecordStore::ApplyPeerDrop(absl::string_view db,
+                                                          absl::string_view table,
+                                                          Hlc dropped_time) {
+  CAIRN_ASSIGN_OR_RETURN(PeerDropResult r, catalog_->ApplyPeerDrop(db, table, dropped_time));
+  // A kept generation that holds rows of older row generations got a pending purge in the
+  // marker's batch (Catalog::ApplyPeerDrop): run it now (a crash leaves it for the restart).
+  if (r == PeerDropResult::kKept) CAIRN_RETURN_IF_ERROR(ResumePendingPurges());
+  return r;
+}
+
+}  // namespace cairn::catalog
