@@ -400,11 +400,14 @@ absl::StatusOr<TableRef> Catalog::AddAttributesLocked(const TableRef& live,
 
 absl::StatusOr<TableRef> Catalog::ReplaceDefinitionLocked(
     const TableRef& live, v1::TableRow row, std::vector<AttributeDef> attributes,
-    rocksdb::WriteBatch* batch, const std::function<void(CatalogSnapshot*)>& also) {
+    rocksdb::WriteBatch* batch, const std::function<void(CatalogSnapshot*)>& also,
+    const std::function<absl::Status(rocksdb::WriteBatch*)>& fenced) {
   mu_.AssertHeld();
+  CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kSchemaBeforeFence));
   // GenerationState invariant (1): from before the write until the new definition is
   // published, no writer validated against `live` can commit.
   absl::MutexLock schema_lock(&live->state()->schema_mu());
+  if (fenced) CAIRN_RETURN_IF_ERROR(fenced(batch));
   CAIRN_RETURN_IF_ERROR(engine_->Write(batch));
   const uint64_t version = current_->version + 1;
   live->state()->set_schema_version(version);

@@ -176,9 +176,13 @@ class Catalog {
                                                Origin origin) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Commits `batch` and publishes a new definition of `live`'s generation (bumping its schema
   // version under an exclusive schema_mu, GenerationState (1)); `also` edits the snapshot.
+  // `fenced`, if given, runs under the exclusive schema_mu before the commit and may add to
+  // the batch: every record write validated against an older definition has committed by
+  // then, and none can start until the new definition is published.
   absl::StatusOr<TableRef> ReplaceDefinitionLocked(
       const TableRef& live, v1::TableRow row, std::vector<AttributeDef> attributes,
-      rocksdb::WriteBatch* batch, const std::function<void(CatalogSnapshot*)>& also)
+      rocksdb::WriteBatch* batch, const std::function<void(CatalogSnapshot*)>& also,
+      const std::function<absl::Status(rocksdb::WriteBatch*)>& fenced = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // C9 step 1: tombstone + publish without the table. `marker_time` > 0 also records a
   // (peer's) marker in the same batch.

@@ -352,22 +352,27 @@ absl::StatusOr<PeerDropResult> Catalog::ApplyPeerDrop(absl::string_view db, absl
         PutProto(engine_, &batch, Cf::kCatalog, storage::MarkerKey(db, table), marker);
         // Rows of older generations relayed into this one die with the marker (C8). The
         // purge is recorded in the marker's batch, so a crash before it runs cannot skip it
-        // (the marker, once held, is never applied again); RecordStore runs it.
-        CAIRN_ASSIGN_OR_RETURN(
-            bool older_rows,
-            HoldsRowGenerations(engine_, (*live)->generation_id(), 0, dropped_time));
-        if (older_rows) {
-          std::string value;
-          storage::PutBigEndian64(dropped_time, &value);
-          batch
-              .Put(engine_->cf(Cf::kMeta), ToSlice(storage::PurgeKey((*live)->generation_id())),
-                   value)
-              .PermitUncheckedError();
-        }
+        // (the marker, once held, is never applied again); RecordStore runs it. Whether
+        // there is anything to purge is decided behind the fence: a peer apply that resolved
+        // against the old marker may hold its keys with such a row not yet committed, and
+        // only the exclusive schema lock waits for it (decisions 17, 56).
+        const uint64_t generation_id = (*live)->generation_id();
+        auto decide_purge = [&](rocksdb::WriteBatch* b) -> absl::Status {
+          CAIRN_ASSIGN_OR_RETURN(bool older_rows,
+                                 HoldsRowGenerations(engine_, generation_id, 0, dropped_time));
+          if (older_rows) {
+            std::string value;
+            storage::PutBigEndian64(dropped_time, &value);
+            b->Put(engine_->cf(Cf::kMeta), ToSlice(storage::PurgeKey(generation_id)), value)
+                .PermitUncheckedError();
+          }
+          return absl::OkStatus();
+        };
         const std::pair<std::string, std::string> id = MarkerId(db, table);
         CAIRN_RETURN_IF_ERROR(ReplaceDefinitionLocked(
                                   *live, (*live)->row(), (*live)->attributes(), &batch,
-                                  [&](CatalogSnapshot* next) { next->markers[id] = dropped_time; })
+                                  [&](CatalogSnapshot* next) { next->markers[id] = dropped_time; },
+                                  decide_purge)
                                   .status());
         return PeerDropResult::kKept;
       }

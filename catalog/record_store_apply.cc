@@ -172,6 +172,7 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
       if (!SchemaIsCurrentUnderDynamicLock(*d)) stale = true;
     }
     if (stale) continue;
+    CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kApplyLocked));
 
     // 3. Last-writer-wins per entry, in stream order (D5).
     CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &slots));

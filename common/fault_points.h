@@ -7,6 +7,9 @@ namespace cairn::fault_points {
 // catalog/catalog.cc: create (SPEC C1, C2)
 inline constexpr char kCreateBeforeCommit[] = "catalog.create.before_commit";
 inline constexpr char kCreateAfterCommit[] = "catalog.create.after_commit";  // before publish
+// catalog/catalog.cc: a new definition of a live generation, under the catalog lock, before
+// it takes the generation's schema lock exclusively (GenerationState (1))
+inline constexpr char kSchemaBeforeFence[] = "catalog.schema.before_fence";
 // catalog/catalog.cc: drop (SPEC C9, C10)
 inline constexpr char kDropAfterTombstone[] = "catalog.drop.after_tombstone";  // step 1 done
 inline constexpr char kDropAfterDrain[] = "catalog.drop.after_drain";          // step 2 done
@@ -17,7 +20,9 @@ inline constexpr char kWriteBeforeCommit[] = "records.write.before_commit";
 inline constexpr char kWriteAfterCommit[] = "records.write.after_commit";
 inline constexpr char kScanRow[] = "records.scan.row";  // each row a search visits
 // catalog/record_store.cc: peer apply (SPEC D5, C8) and drop_attribute
-inline constexpr char kApplyBeforeLock[] = "records.apply.before_lock";      // resolved, unlocked
+inline constexpr char kApplyBeforeLock[] = "records.apply.before_lock";  // resolved, unlocked
+inline constexpr char kApplyLocked[] =
+    "records.apply.locked";  // keys and schemas locked, not committed
 inline constexpr char kStripAfterCatalog[] = "records.strip.after_catalog";  // values not stripped
 // replication/record_stream.cc, link_session.cc: record streams (SPEC R5-R7)
 inline constexpr char kReplApplyBeforeCommit[] = "replication.apply.before_commit";

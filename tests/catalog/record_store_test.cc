@@ -491,6 +491,39 @@ TEST_F(RecordStoreTest, C8_ApplyRacingAMarkerCannotLeaveADeadRow) {
   EXPECT_TRUE(ById("t", json::array({"old"})).empty());
 }
 
+// C8, D7: a peer apply that holds its keys and schema lock, with a row of an older row
+// generation not yet committed, when a marker that keeps the table arrives. The marker's purge
+// decision is taken under the exclusive schema lock, after that apply commits, so it sees the
+// row and purges it; decided before the lock, it would miss it and the dead row would live on.
+TEST_F(RecordStoreTest, C8_MarkerDecidesItsPurgeAfterInFlightAppliesCommit) {
+  ASSERT_OK(catalog().ApplyPeerTable({"db", "t", 1000, "id", {{"v", v1::ANY, true}}, false}));
+  faults_.Set(fault_points::kApplyLocked, FaultAction::Block().OnNth(1));
+  auto apply = std::async(std::launch::async, [&] {
+    return Apply({Put("t", "old", 10, "p", 500, {{"id", "old"}, {"v", "relayed"}})});
+  });
+  ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kApplyLocked, absl::Seconds(30)));
+  // The marker reaches the fence (the apply holds the schema lock shared) and waits there.
+  faults_.Set(fault_points::kSchemaBeforeFence, FaultAction::Block().OnNth(1));
+  auto drop = std::async(std::launch::async, [&] {
+    return records().ApplyPeerDrop("db", "t", 800);  // keeps t (1000); row generation 500 dies
+  });
+  ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kSchemaBeforeFence, absl::Seconds(30)));
+  faults_.Release(fault_points::kApplyLocked);
+  auto applied = apply.get();
+  ASSERT_OK(applied);
+  EXPECT_EQ(applied->applied, 1u);
+  faults_.Release(fault_points::kSchemaBeforeFence);
+  auto r = drop.get();
+  ASSERT_OK(r);
+  EXPECT_EQ(*r, PeerDropResult::kKept);
+  EXPECT_TRUE(ById("t", json::array({"old"})).empty());
+  EXPECT_TRUE(By("t", "v", "relayed").empty());
+  EXPECT_EQ(Count("t"), 0u);
+  ExpectIndexConsistent("t");
+  ASSERT_OK(Reopen());  // and nothing brings it back
+  EXPECT_TRUE(ById("t", json::array({"old"})).empty());
+}
+
 TEST_F(RecordStoreTest, DeeplyNestedRecordIsRefused) {
   ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
   json deep = json::array();
