@@ -256,7 +256,8 @@ absl::Status Catalog::CreateDatabase(absl::string_view db) {
   }
   v1::DatabaseRow row;
   row.set_name(std::string(db));
-  row.set_created_time(options_.hlc->Now());
+  CAIRN_ASSIGN_OR_RETURN(const Hlc created, options_.hlc->Now());
+  row.set_created_time(created);
   rocksdb::WriteBatch batch;
   PutProto(engine_, &batch, Cf::kCatalog, storage::DatabaseKey(db), row);
   CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
@@ -298,7 +299,12 @@ absl::StatusOr<TableRef> Catalog::CreateTable(const TableSpec& spec) {
   v1::TableRow row;
   row.set_database(spec.database);
   row.set_name(spec.table);
-  row.set_created_time(std::max(options_.hlc->Now(), marker + 1));
+  CAIRN_ASSIGN_OR_RETURN(const Hlc now, options_.hlc->Now());
+  CAIRN_ASSIGN_OR_RETURN(
+      const Hlc after_marker,
+      HlcAfter(marker, absl::StrCat("a new generation of ", Qualified(spec.database, spec.table),
+                                    " after its drop")));
+  row.set_created_time(std::max(now, after_marker));
   row.set_primary_key(spec.primary_key);
   row.set_schema_defined(spec.attributes.has_value());
   row.set_replicate(spec.replicate);
@@ -323,7 +329,7 @@ absl::StatusOr<TableRef> Catalog::CreateGenerationLocked(v1::TableRow row,
   if (new_database) {
     v1::DatabaseRow db_row;
     db_row.set_name(row.database());
-    db_created_time = options_.hlc->Now();
+    CAIRN_ASSIGN_OR_RETURN(db_created_time, options_.hlc->Now());
     db_row.set_created_time(db_created_time);
     PutProto(engine_, &batch, Cf::kCatalog, storage::DatabaseKey(row.database()), db_row);
   }

@@ -263,7 +263,12 @@ absl::StatusOr<DropResult> Catalog::DropTable(absl::string_view db, absl::string
       const TableRef& def = *live;
       result.timed = timed && def->replicate();  // C11: a node-local drop is never timed
       if (result.timed) {
-        result.dropped_time = std::max(options_.hlc->Now(), def->created_time() + 1);  // C7
+        // C7, saturating (C16): a drop that cannot be stamped after its generation is refused.
+        CAIRN_ASSIGN_OR_RETURN(const Hlc now, options_.hlc->Now());
+        CAIRN_ASSIGN_OR_RETURN(
+            const Hlc after_create,
+            HlcAfter(def->created_time(), absl::StrCat("the drop of ", def->QualifiedName())));
+        result.dropped_time = std::max(now, after_create);
       }
       CAIRN_RETURN_IF_ERROR(TombstoneLocked(def, result.timed, result.dropped_time));
       generations.push_back(def->generation_id());

@@ -167,7 +167,7 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
     for (const Slot& s : slots) {
       if (s.stored) options_.hlc->Observe(s.original.version());
     }
-    const Hlc version = options_.hlc->Now();
+    CAIRN_ASSIGN_OR_RETURN(const Hlc version, options_.hlc->Now());
     const int64_t now_ms = static_cast<int64_t>(HybridClock::PhysicalMs(version));
     for (size_t i = 0; i < inputs.size(); ++i) {
       Slot& s = slots[slot_index[i]];
@@ -253,7 +253,7 @@ absl::StatusOr<WriteResult> RecordStore::Delete(absl::string_view db, absl::stri
   for (const Slot& s : slots) {
     if (s.stored) options_.hlc->Observe(s.original.version());  // D5, as in Write
   }
-  const Hlc version = options_.hlc->Now();
+  CAIRN_ASSIGN_OR_RETURN(const Hlc version, options_.hlc->Now());
   WriteResult result;
   result.version = version;
   for (size_t i = 0; i < ids.size(); ++i) {

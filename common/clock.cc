@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+
 namespace cairn {
 
 SystemClock* SystemClock::Default() {
@@ -9,13 +12,24 @@ SystemClock* SystemClock::Default() {
   return clock;
 }
 
-Hlc HybridClock::Now() {
+absl::StatusOr<Hlc> HlcAfter(Hlc t, absl::string_view what) {
+  if (t == kMaxHlc) {
+    return Error(ErrorCode::kInternal,
+                 absl::StrCat("cannot stamp ", what, ": it must follow ", t,
+                              ", the largest HLC value (a peer's clock at the end of time "
+                              "reached this node; SPEC C16)"));
+  }
+  return t + 1;
+}
+
+absl::StatusOr<Hlc> HybridClock::Now() {
   const Hlc floor = Make(static_cast<uint64_t>(absl::ToUnixMillis(wall_->Now())), 0);
   Hlc last = last_.load(std::memory_order_acquire);
   Hlc next;
   do {
-    // Saturates rather than wrapping: a clock pushed to the end of time stays there.
-    next = std::max(last == UINT64_MAX ? last : last + 1, floor);
+    // Invariant (3): at the end of time there is no next value to give.
+    if (last == kMaxHlc) return HlcAfter(last, "a new HLC value");
+    next = std::max(last + 1, floor);
   } while (!last_.compare_exchange_weak(last, next, std::memory_order_acq_rel,
                                         std::memory_order_acquire));
   return next;

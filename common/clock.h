@@ -5,7 +5,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <limits>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
@@ -29,6 +32,12 @@ class SystemClock final : public Clock {
 // 48 bits, a logical counter in the low 16 (SPEC §1). Comparing two values as integers orders
 // them in time.
 using Hlc = uint64_t;
+inline constexpr Hlc kMaxHlc = std::numeric_limits<Hlc>::max();
+
+// SPEC C16: the stamp right after `t`, for derivations such as C3's "marker + 1" and C7's
+// "created_time + 1". INTERNAL, with a message naming `what`, when `t` is kMaxHlc: no later
+// stamp exists, and wrapping to 0 would make the derived stamp the oldest of all.
+absl::StatusOr<Hlc> HlcAfter(Hlc t, absl::string_view what);
 
 // Issues strictly increasing HLC values and moves past every value it is told about.
 //
@@ -36,13 +45,18 @@ using Hlc = uint64_t;
 //  (1) Now() returns a value greater than every earlier Now() result and every value given to
 //      Observe(), so whatever this node does after learning of an event is stamped after it.
 //  (2) The physical part never runs behind the wall clock it reads.
+//  (3) Stamps never wrap (SPEC C16). Once the clock has issued or observed kMaxHlc it can
+//      issue nothing greater, so Now() refuses (INTERNAL) rather than repeat or wrap a value:
+//      two writes with one version and origin would be dropped by peers as duplicates (D5).
+//      Only a peer stamp at the end of time can bring it there; R16 bounds peer stamps.
 // When the logical counter overflows it carries into the physical part: the clock runs up to
 // a few milliseconds ahead of the wall clock under extreme load, never backwards.
 class HybridClock {
  public:
   explicit HybridClock(Clock* wall) : wall_(wall) {}
 
-  Hlc Now();
+  // A fresh stamp, greater than every earlier one (invariants (1)-(3)).
+  absl::StatusOr<Hlc> Now();
   // Advances the clock past `remote` (a version or stamp received from a peer).
   void Observe(Hlc remote);
   // The last value issued or observed, without advancing.

@@ -346,7 +346,8 @@ absl::Status Cluster::AddPeer(const PeerRoute& route, bool persist) {
     catalog::v1::PeerRow row;
     row.set_name(route.name);
     row.set_address(route.address);
-    row.set_added_time(node_->hlc->Now());
+    CAIRN_ASSIGN_OR_RETURN(const Hlc added, node_->hlc->Now());
+    row.set_added_time(added);
     for (const std::string& t : route.exclude.List()) row.add_exclude(t);
     rocksdb::WriteBatch batch;
     batch.Put(node_->engine->cf(storage::Cf::kCatalog), storage::PeerKey(route.name),

@@ -561,6 +561,30 @@ TEST_F(CatalogTest, C10_TombstonedTableIsNeverLoaded) {
   EXPECT_EQ(KeysOfGeneration(gen), 0);
 }
 
+// C16: a stamp derived as x + 1 from the largest HLC value is refused with a clear error, never
+// wrapped to 0 (a drop stamped 0 would retire nothing on peers; a generation created at 0
+// would be dead at birth).
+TEST_F(CatalogTest, C16_StampsAfterTheLargestValueAreRefusedNotWrapped) {
+  ASSERT_OK(catalog().CreateDatabase("db"));  // a database needs a stamp of its own
+  // A marker at the end of time: no generation of the name can be newer than it (C3).
+  ASSERT_OK(catalog().ApplyPeerDrop("db", "u", kMaxHlc));
+  auto created = catalog().CreateTable(Spec("db", "u"));
+  EXPECT_THAT(created, HasErrorCode(ErrorCode::kInternal));
+  EXPECT_NE(created.status().message().find("C16"), std::string::npos) << created.status();
+  EXPECT_EQ(Live("db", "u"), nullptr);
+  // A generation stamped at the end of time: its drop cannot be stamped after it (C7).
+  ASSERT_OK(catalog().ApplyPeerTable(Peer("t", kMaxHlc, {})));
+  auto dropped = catalog().DropTable("db", "t");
+  EXPECT_THAT(dropped, HasErrorCode(ErrorCode::kInternal));
+  EXPECT_NE(Live("db", "t"), nullptr);  // nothing was done
+  EXPECT_EQ(StoredMarker("db", "t"), 0u);
+  // A local-only drop needs no stamp and still works.
+  auto local = catalog().DropTable("db", "t", /*timed=*/false);
+  ASSERT_OK(local);
+  EXPECT_FALSE(local->timed);
+  EXPECT_EQ(Live("db", "t"), nullptr);
+}
+
 // ---- Databases (C14).
 
 TEST_F(CatalogTest, C14_CreateDatabase) {

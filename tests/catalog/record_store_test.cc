@@ -524,6 +524,23 @@ TEST_F(RecordStoreTest, C8_MarkerDecidesItsPurgeAfterInFlightAppliesCommit) {
   EXPECT_TRUE(ById("t", json::array({"old"})).empty());
 }
 
+// C16, D5: once a peer's version at the end of time pinned the clock, local writes are refused
+// with nothing written: stamping them all with one version would make peers drop every one
+// after the first as a duplicate.
+TEST_F(RecordStoreTest, C16_WritesAreRefusedWhenTheClockCannotAdvance) {
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  const Hlc gen = Live("db", "t")->created_time();
+  ASSERT_OK(Apply({Put("t", "peer", kMaxHlc, "p", gen, {{"id", "peer"}})}));
+  const size_t logged = Log().size();
+  EXPECT_THAT(Write("t", json::array({{{"id", "k"}, {"v", 1}}}), WriteMode::kUpsert),
+              HasErrorCode(ErrorCode::kInternal));
+  EXPECT_THAT(records().Delete("db", "t", json::array({"peer"})),
+              HasErrorCode(ErrorCode::kInternal));
+  EXPECT_EQ(Count("t"), 1u);
+  EXPECT_EQ(Log().size(), logged);
+  EXPECT_TRUE(ById("t", json::array({"k"})).empty());
+}
+
 TEST_F(RecordStoreTest, DeeplyNestedRecordIsRefused) {
   ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
   json deep = json::array();

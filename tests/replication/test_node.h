@@ -101,7 +101,7 @@ class TestNode {
   FaultRegistry& faults() { return faults_; }
   catalog::LocalNode& local() { return *node_; }
   void set_log_retention_entries(uint64_t n) { log_retention_entries_ = n; }
-  Hlc node_hlc_now() { return node_->hlc->Now(); }
+  Hlc node_hlc_now() { return node_->hlc->Now().value(); }
   catalog::TableRef Table(const std::string& db, const std::string& t) {
     auto def = node_->catalog->Snapshot()->FindTable(db, t);
     return def.ok() ? *def : nullptr;
