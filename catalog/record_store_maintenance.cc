@@ -74,11 +74,13 @@ absl::Status RecordStore::StripAttribute(const TableRef& def, absl::string_view 
   const std::string name(attribute);
   const std::string begin = storage::GenerationPrefix(def->generation_id());
   const std::string end = storage::GenerationPrefix(def->generation_id() + 1);
+  internal::ScanCheckpoint checkpoint(*def, options_.faults);  // C9: a drop cancels the scan
   auto it = engine_->NewIterator(Cf::kRecords, nullptr, end);
   it->Seek(ToSlice(begin));
   while (it->Valid()) {
     std::vector<Slot> slots;
     for (; it->Valid() && slots.size() < kChunk; it->Next()) {
+      CAIRN_RETURN_IF_ERROR(checkpoint.Visit());
       StoredRecord rec;
       if (!rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) ||
           rec.deleted() || ParseStored(rec.json()).count(name) == 0) {
@@ -130,11 +132,13 @@ absl::StatusOr<uint64_t> RecordStore::PurgeRowsBefore(const TableRef& def, Hlc m
   const std::string begin = storage::GenerationPrefix(def->generation_id());
   const std::string end = storage::GenerationPrefix(def->generation_id() + 1);
   uint64_t purged = 0;
+  internal::ScanCheckpoint checkpoint(*def, options_.faults);  // C9: a drop cancels the scan
   auto it = engine_->NewIterator(Cf::kRecords, nullptr, end);
   it->Seek(ToSlice(begin));
   while (it->Valid()) {
     std::vector<Slot> slots;
     for (; it->Valid() && slots.size() < kChunk; it->Next()) {
+      CAIRN_RETURN_IF_ERROR(checkpoint.Visit());
       StoredRecord rec;
       if (!rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) ||
           !IsDeadGeneration(rec.row_generation(), marker)) {
@@ -221,7 +225,11 @@ absl::Status RecordStore::ResumePendingPurges() {
       CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
       continue;
     }
-    CAIRN_RETURN_IF_ERROR(PurgeRowsBefore(def, marker).status());
+    absl::Status purged = PurgeRowsBefore(def, marker).status();
+    // A drop of the generation cancels its purge (C9) and removes the pending record with
+    // every other key of the generation; nothing is left to do.
+    if (GetErrorCode(purged) == ErrorCode::kTableDropping) continue;
+    CAIRN_RETURN_IF_ERROR(purged);
   }
   return absl::OkStatus();
 }

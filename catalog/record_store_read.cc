@@ -50,15 +50,13 @@ class Emitter {
  public:
   Emitter(const TableDef& def, const SearchOptions& options, std::vector<std::string> fields,
           const RecordStore::Visitor& visit, FaultRegistry* faults)
-      : def_(def), options_(options), fields_(std::move(fields)), visit_(visit), faults_(faults) {}
+      : options_(options), fields_(std::move(fields)), visit_(visit), checkpoint_(def, faults) {}
 
-  // False: stop (limit reached or the visitor said so). Errors: the table is being dropped.
+  // At every row or key a search reads, before deciding whether it matches (C9).
+  absl::Status Visit() { return checkpoint_.Visit(); }
+
+  // A row that matches. False: stop (limit reached or the visitor said so).
   absl::StatusOr<bool> Row(const StoredRecord& rec, json* parsed = nullptr) {
-    if (def_.state()->dropping()) {
-      return Error(ErrorCode::kTableDropping,
-                   absl::StrCat("table '", def_.QualifiedName(), "' is being dropped"));
-    }
-    CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(faults_, fault_points::kScanRow));
     if (rec.deleted()) return true;
     if (skipped_ < options_.offset) {
       ++skipped_;
@@ -79,11 +77,10 @@ class Emitter {
   }
 
  private:
-  const TableDef& def_;
   const SearchOptions& options_;
   const std::vector<std::string> fields_;
   const RecordStore::Visitor& visit_;
-  FaultRegistry* const faults_;
+  internal::ScanCheckpoint checkpoint_;
   uint64_t skipped_ = 0;
   uint64_t emitted_ = 0;
 };
@@ -121,6 +118,7 @@ absl::Status RecordStore::SearchById(absl::string_view db, absl::string_view tab
     }
     CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &slots, snapshot.get()));
     for (Slot& s : slots) {
+      CAIRN_RETURN_IF_ERROR(emit.Visit());
       if (!s.stored) continue;
       CAIRN_ASSIGN_OR_RETURN(bool more,
                              emit.Row(s.original, s.original_live ? &s.original_json : nullptr));
@@ -163,6 +161,7 @@ absl::Status RecordStore::SearchByValue(absl::string_view db, absl::string_view 
                           bool filter) -> absl::Status {
     auto it = engine_->NewIterator(Cf::kRecords, snapshot.get(), upper);
     for (it->Seek(ToSlice(start)); it->Valid(); it->Next()) {
+      CAIRN_RETURN_IF_ERROR(emit.Visit());
       StoredRecord rec;
       if (!rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
         return absl::DataLossError(absl::StrCat("unreadable record in ", def->QualifiedName()));
@@ -198,6 +197,7 @@ absl::Status RecordStore::SearchByValue(absl::string_view db, absl::string_view 
     std::vector<Slot> slots(1);
     slots[0].def = def.get();
     slots[0].key = storage::RecordKey(def->generation_id(), pk);
+    CAIRN_RETURN_IF_ERROR(emit.Visit());
     CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &slots, snapshot.get()));
     if (slots[0].stored) {
       CAIRN_RETURN_IF_ERROR(emit.Row(slots[0].original).status());
@@ -221,6 +221,7 @@ absl::Status RecordStore::SearchByValue(absl::string_view db, absl::string_view 
   const std::string upper = start + '\xFF';
   auto it = engine_->NewIterator(Cf::kIndexes, snapshot.get(), upper);
   for (it->Seek(ToSlice(start)); it->Valid(); it->Next()) {
+    CAIRN_RETURN_IF_ERROR(emit.Visit());
     absl::string_view rest(it->key().data(), it->key().size());
     rest.remove_prefix(attr_prefix.size());
     json indexed_value;

@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "catalog/internal/record_codec.h"
+#include "common/fault_points.h"
+#include "common/status.h"
 #include "storage/keys.h"
 #include "storage/rocksdb_status.h"
 
@@ -31,6 +33,15 @@ int CompareVersions(Hlc va, absl::string_view oa, Hlc vb, absl::string_view ob) 
 }
 
 absl::Status IteratorStatus(const rocksdb::Iterator& it) { return storage::FromRocks(it.status()); }
+
+absl::Status ScanCheckpoint::Visit() {
+  CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(faults_, fault_points::kScanRow));
+  if (def_.state()->dropping()) {
+    return Error(ErrorCode::kTableDropping,
+                 absl::StrCat("table '", def_.QualifiedName(), "' is being dropped"));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status LoadSlots(storage::Engine* engine, std::vector<Slot>* slots,
                        const rocksdb::Snapshot* snapshot) {

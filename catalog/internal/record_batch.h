@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "cairn/storage/v1/records.pb.h"
 #include "catalog/schema.h"
+#include "common/fault.h"
 #include "nlohmann/json.hpp"
 #include "rocksdb/iterator.h"
 #include "rocksdb/write_batch.h"
@@ -33,6 +34,21 @@ nlohmann::json ParseStored(const std::string& text);
 int CompareVersions(Hlc va, absl::string_view oa, Hlc vb, absl::string_view ob);
 
 absl::Status IteratorStatus(const rocksdb::Iterator& it);
+
+// SPEC C9: every scan of a generation (searches, attribute strips, purges) calls Visit() at
+// each row it reads, matching or not, so a drop's drain never waits for a scan to reach its
+// end. Visit() hits the fault point records.scan.row, then answers TABLE_DROPPING once the
+// generation's gate is closing. The check is one relaxed atomic load, so it runs at every row
+// (C9 asks for at least every 1,000).
+class ScanCheckpoint {
+ public:
+  ScanCheckpoint(const TableDef& def, FaultRegistry* faults) : def_(def), faults_(faults) {}
+  absl::Status Visit();
+
+ private:
+  const TableDef& def_;
+  FaultRegistry* const faults_;
+};
 
 // The state of one record key while a batch is built: what is stored, and what the batch
 // will leave.

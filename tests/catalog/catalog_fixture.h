@@ -72,6 +72,11 @@ class CatalogFixture : public ::testing::Test {
     return s;
   }
 
+  // Polls until the drop of `def`'s generation has closed its gate (SPEC C9 step 2 begun).
+  void WaitUntilDropping(const TableRef& def) {
+    ASSERT_EVENTUALLY([&] { ASSERT_TRUE(def->state()->dropping()); });
+  }
+
   TableRef Live(const std::string& db, const std::string& table) {
     auto t = snap()->FindTable(db, table);
     return t.ok() ? *t : nullptr;

@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 
+#include "absl/cleanup/cleanup.h"
 #include "catalog/internal/record_codec.h"
 #include "common/fault_points.h"
 #include "storage/value_codec.h"
@@ -87,6 +88,35 @@ class RecordStoreTest : public CatalogFixture {
   absl::StatusOr<ApplyStats> Apply(std::vector<ChangeEntry> entries,
                                    std::function<void(rocksdb::WriteBatch*)> extra = nullptr) {
     return records().ApplyPeerEntries("db", entries, extra);
+  }
+
+  // C9: a drop cancels a scan between two rows it emits, however many rows it reads in between.
+  // `scan` runs with a visitor that parks at the first row it is given; the drop begins
+  // meanwhile; every row the scan reads after that finds the gate closing.
+  void ExpectADropCancels(const TableRef& def,
+                          const std::function<absl::Status(const RecordStore::Visitor&)>& scan) {
+    std::promise<void> entered, resume;
+    std::shared_future<void> resumed = resume.get_future().share();
+    std::atomic<int> visits{0};
+    // Whatever fails below, the parked visitor is let go, so the scan can finish.
+    auto let_go = absl::MakeCleanup([&] { resume.set_value(); });
+    auto running = std::async(std::launch::async, [&] {
+      return scan([&](const json&) {
+        if (visits++ == 0) {
+          entered.set_value();
+          resumed.wait();
+        }
+        return true;
+      });
+    });
+    entered.get_future().wait();
+    auto drop = std::async(std::launch::async,
+                           [&] { return catalog().DropTable(def->database(), def->name()); });
+    ASSERT_EVENTUALLY([&] { ASSERT_TRUE(def->state()->dropping()); });
+    std::move(let_go).Invoke();
+    EXPECT_THAT(running.get(), HasErrorCode(ErrorCode::kTableDropping));
+    EXPECT_EQ(visits.load(), 1);
+    EXPECT_OK(drop.get());
   }
 
   // D3: the index and the records agree exactly. Every index entry points at a live record
@@ -586,6 +616,7 @@ TEST_F(RecordStoreTest, C9_DropCancelsRunningScan) {
   json batch = json::array();
   for (int i = 0; i < 50; ++i) batch.push_back({{"id", i}, {"v", "x"}});
   ASSERT_OK(Write("t", batch, WriteMode::kInsert));
+  TableRef def = Live("db", "t");
   faults_.Set(fault_points::kScanRow, FaultAction::Block().OnNth(3));
   std::atomic<int> rows{0};
   auto scan = std::async(std::launch::async, [&] {
@@ -596,11 +627,79 @@ TEST_F(RecordStoreTest, C9_DropCancelsRunningScan) {
   });
   ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kScanRow, absl::Seconds(30)));
   auto drop = std::async(std::launch::async, [&] { return catalog().DropTable("db", "t"); });
-  ASSERT_EVENTUALLY([&] { ASSERT_EQ(Live("db", "t"), nullptr); });
+  WaitUntilDropping(def);
   faults_.Release(fault_points::kScanRow);
   EXPECT_THAT(scan.get(), HasErrorCode(ErrorCode::kTableDropping));
   EXPECT_LT(rows.load(), 50);
   EXPECT_OK(drop.get());
+}
+
+// C9: a search whose rows mostly do not match (an unindexed attribute, ids that are absent)
+// checks its gate at every row it reads, not only at those it emits.
+TEST_F(RecordStoreTest, C9_DropCancelsAScanBetweenMatches) {
+  TableSpec spec = Spec("db", "t");
+  spec.attributes->push_back({"plain", v1::STRING, /*indexed=*/false});
+  json batch = json::array();
+  batch.push_back({{"id", 0}, {"plain", "yes"}});
+  for (int i = 1; i < 3000; ++i) batch.push_back({{"id", i}, {"plain", "no"}});
+  json ids = json::array({0});
+  for (int i = 1; i < 3000; ++i) ids.push_back(100000 + i);  // absent
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round == 0 ? "filtered scan" : "ids");
+    ASSERT_OK(catalog().CreateTable(spec));
+    ASSERT_OK(Write("t", batch, WriteMode::kInsert));
+    ExpectADropCancels(Live("db", "t"), [&](const RecordStore::Visitor& visit) {
+      return round == 0 ? records().SearchByValue("db", "t", "plain", "yes", {}, visit)
+                        : records().SearchById("db", "t", ids, {}, visit);
+    });
+  }
+}
+
+// C9: a drop cancels a running drop_attribute strip; the strip's pending record goes with the
+// generation.
+TEST_F(RecordStoreTest, C9_DropCancelsARunningStrip) {
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  json batch = json::array();
+  for (int i = 0; i < 600; ++i) batch.push_back({{"id", i}, {"x", "old"}});
+  ASSERT_OK(Write("t", batch, WriteMode::kInsert));
+  TableRef def = Live("db", "t");
+  faults_.Set(fault_points::kScanRow, FaultAction::Block().OnNth(3));
+  auto strip =
+      std::async(std::launch::async, [&] { return records().DropAttribute("db", "t", "x"); });
+  ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kScanRow, absl::Seconds(30)));
+  auto drop = std::async(std::launch::async, [&] { return catalog().DropTable("db", "t"); });
+  WaitUntilDropping(def);
+  faults_.Release(fault_points::kScanRow);
+  EXPECT_THAT(strip.get(), HasErrorCode(ErrorCode::kTableDropping));
+  ASSERT_OK(drop.get());
+  EXPECT_EQ(KeysOfGeneration(def->generation_id()), 0);
+}
+
+// C9, C8: a drop cancels a running purge of older row generations; the marker itself stands.
+TEST_F(RecordStoreTest, C9_DropCancelsARunningPurge) {
+  ASSERT_OK(catalog().ApplyPeerTable({"db", "t", 1000, "id", {}, false}));
+  std::vector<ChangeEntry> old_rows;
+  for (int i = 0; i < 600; ++i) old_rows.push_back(Put("t", i, 10 + i, "p", 500, {{"id", i}}));
+  ASSERT_OK(Apply(old_rows));
+  TableRef def = Live("db", "t");
+  faults_.Set(fault_points::kScanRow, FaultAction::Block().OnNth(3));
+  auto marker =
+      std::async(std::launch::async, [&] { return records().ApplyPeerDrop("db", "t", 800); });
+  ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kScanRow, absl::Seconds(30)));
+  auto drop = std::async(std::launch::async, [&] { return catalog().DropTable("db", "t"); });
+  WaitUntilDropping(def);
+  faults_.Release(fault_points::kScanRow);
+  auto kept = marker.get();
+  ASSERT_OK(kept);
+  EXPECT_EQ(*kept, PeerDropResult::kKept);
+  ASSERT_OK(drop.get());
+  EXPECT_EQ(KeysOfGeneration(def->generation_id()), 0);
+  EXPECT_EQ(StoredMarker("db", "t"), snap()->MarkerFor("db", "t"));
+  std::string purge;
+  bool found = true;
+  ASSERT_OK(node_->engine->Get(storage::Cf::kMeta, storage::PurgeKey(def->generation_id()), &purge,
+                               &found));
+  EXPECT_FALSE(found);
 }
 
 // A crash between the catalog change and the end of the strip: the next start finishes it.
