@@ -123,7 +123,9 @@ class Catalog {
   // completes it.
   absl::StatusOr<DropResult> DropTable(absl::string_view db, absl::string_view table,
                                        bool timed = true) ABSL_LOCKS_EXCLUDED(mu_);
-  // C14: drops every table of the database (C7/C9), then the database row.
+  // C14: drops every table of the database (C7/C9), then the database row. Completes the
+  // drops of its names left pending by an earlier drain timeout (C9); TABLE_DROPPING, with
+  // the database kept, while any of them still does not drain.
   absl::StatusOr<DropResult> DropDatabase(absl::string_view db, bool timed = true)
       ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -133,7 +135,9 @@ class Catalog {
   absl::Status ApplyPeerTable(const PeerTableDef& def) ABSL_LOCKS_EXCLUDED(mu_);
   // C8: a forwarded drop or a snapshot marker. Records the marker if newer; retires the live
   // generation only if it replicates and is older than the marker. The caller purges rows of
-  // older row generations from a kept table (RecordStore::ApplyPeerDrop does both).
+  // older row generations from a kept table (RecordStore::ApplyPeerDrop does both). Completes
+  // any drop of the name left pending by a drain timeout (C9); "dropped" then, if the name
+  // has no live generation.
   absl::StatusOr<PeerDropResult> ApplyPeerDrop(absl::string_view db, absl::string_view table,
                                                Hlc dropped_time) ABSL_LOCKS_EXCLUDED(mu_);
   // C14: C8 table by table; the database survives if any table does. Results per table.
@@ -199,6 +203,12 @@ class Catalog {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<uint64_t> PendingDropsOfLocked(absl::string_view db, absl::string_view table) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What a drop of database `db` covers: its live tables and every name of it with a drop
+  // pending in this process (C9: a drop_database retries those), sorted.
+  std::vector<std::string> DropNamesOfLocked(absl::string_view db) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // C14: removes the database row unless a table of it is live.
+  absl::Status RemoveDatabaseIfEmpty(absl::string_view db) ABSL_LOCKS_EXCLUDED(mu_);
   void LogDiscardOnceLocked(const TableRef& def, absl::string_view attribute,
                             absl::string_view field, absl::string_view local,
                             absl::string_view peer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

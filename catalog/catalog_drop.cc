@@ -3,6 +3,7 @@
 // catalog_peer.cc (peer definitions).
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -280,35 +281,45 @@ absl::StatusOr<DropResult> Catalog::DropTable(absl::string_view db, absl::string
 
 absl::StatusOr<DropResult> Catalog::DropDatabase(absl::string_view db, bool timed) {
   std::vector<std::string> tables;
-  DropResult result;
   {
     WriteLock lock(this);
-    const DatabaseDef* d = current_->FindDatabase(db);
-    if (d == nullptr) {
+    tables = DropNamesOfLocked(db);
+    if (current_->FindDatabase(db) == nullptr && tables.empty()) {
       return Error(ErrorCode::kDatabaseNotFound,
                    absl::StrCat("database '", db, "' does not exist"));
     }
-    for (const auto& [name, def] : d->tables) tables.push_back(name);
   }
+  // Every table, even after one fails to drain: each drop stands on its own, and a retry of
+  // the drop_database (or of the table's drop) completes the ones left pending (C9).
+  DropResult result;
+  absl::Status first_error;
   for (const std::string& t : tables) {
     auto dropped = DropTable(db, t, timed);
     if (!dropped.ok()) {
       if (GetErrorCode(dropped.status()) == ErrorCode::kTableNotFound) continue;  // raced
-      return dropped.status();
+      if (first_error.ok()) first_error = dropped.status();
+      continue;
     }
     if (dropped->timed) {
       result.timed = true;
       result.dropped_time = std::max(result.dropped_time, dropped->dropped_time);
     }
   }
+  CAIRN_RETURN_IF_ERROR(first_error);
+  CAIRN_RETURN_IF_ERROR(RemoveDatabaseIfEmpty(db));
+  return result;
+}
+
+absl::Status Catalog::RemoveDatabaseIfEmpty(absl::string_view db) {
   WriteLock lock(this);
   const DatabaseDef* d = current_->FindDatabase(db);
-  if (d == nullptr) return result;
+  if (d == nullptr) return absl::OkStatus();
   if (!d->tables.empty()) {
-    // A table was created in it meanwhile: it lives, and so does its database.
-    spdlog::info("[{}] database {} keeps {} table(s) created during its drop", options_.node_name,
+    // A table was created in it meanwhile, or a peer's newer or a node-local table survived
+    // (C14): it lives, and so does its database.
+    spdlog::info("[{}] database {} keeps {} table(s) that survived its drop", options_.node_name,
                  std::string(db), d->tables.size());
-    return result;
+    return absl::OkStatus();
   }
   rocksdb::WriteBatch batch;
   batch.Delete(engine_->cf(Cf::kCatalog), ToSlice(storage::DatabaseKey(db))).PermitUncheckedError();
@@ -316,7 +327,19 @@ absl::StatusOr<DropResult> Catalog::DropDatabase(absl::string_view db, bool time
   auto next = CopyLocked();
   next->databases.erase(std::string(db));
   PublishLocked(std::move(next));
-  return result;
+  return absl::OkStatus();
+}
+
+std::vector<std::string> Catalog::DropNamesOfLocked(absl::string_view db) const {
+  mu_.AssertHeld();
+  std::set<std::string> names;
+  if (const DatabaseDef* d = current_->FindDatabase(db)) {
+    for (const auto& [name, def] : d->tables) names.insert(name);
+  }
+  for (const auto& [generation, pending] : pending_drops_) {
+    if (pending.def->database() == db) names.insert(pending.def->name());
+  }
+  return {names.begin(), names.end()};
 }
 
 absl::StatusOr<bool> Catalog::RecordMarkerLocked(absl::string_view db, absl::string_view table,
@@ -337,11 +360,16 @@ absl::StatusOr<PeerDropResult> Catalog::ApplyPeerDrop(absl::string_view db, absl
   CAIRN_RETURN_IF_ERROR(ValidateDatabaseName(db));
   CAIRN_RETURN_IF_ERROR(ValidateTableName(table));
   options_.hlc->Observe(dropped_time);
-  uint64_t generation = 0;
+  uint64_t generation = 0;  // the generation this drop retires, if any
+  // Drops of the name left pending by an earlier drain timeout: this drop completes them too
+  // (C9, whichever drop retries), outside the lock.
+  std::vector<uint64_t> pending;
+  PeerDropResult result = PeerDropResult::kDropped;
   {
     // The decision and the tombstone are one critical section (C8 "re-checked under the
     // catalog lock"): a recreate cannot slip in between.
     WriteLock lock(this);
+    pending = PendingDropsOfLocked(db, table);
     auto live = current_->FindTable(db, table);
     if (!live.ok() || !(*live)->replicate() ||
         !IsDeadGeneration((*live)->created_time(), dropped_time)) {
@@ -379,32 +407,38 @@ absl::StatusOr<PeerDropResult> Catalog::ApplyPeerDrop(absl::string_view db, absl
                                   [&](CatalogSnapshot* next) { next->markers[id] = dropped_time; },
                                   decide_purge)
                                   .status());
-        return PeerDropResult::kKept;
+      } else {
+        auto next = CopyLocked();
+        CAIRN_ASSIGN_OR_RETURN(bool recorded,
+                               RecordMarkerLocked(db, table, dropped_time, next.get()));
+        if (recorded) PublishLocked(std::move(next));
       }
-      auto next = CopyLocked();
-      CAIRN_ASSIGN_OR_RETURN(bool recorded,
-                             RecordMarkerLocked(db, table, dropped_time, next.get()));
-      if (recorded) PublishLocked(std::move(next));
-      return live.ok() ? PeerDropResult::kKept : PeerDropResult::kAbsent;
+      // Absent with a drop pending: the name is dropped once that drop completes below.
+      result = live.ok()         ? PeerDropResult::kKept
+               : pending.empty() ? PeerDropResult::kAbsent
+                                 : PeerDropResult::kDropped;
+    } else {
+      CAIRN_RETURN_IF_ERROR(TombstoneLocked(*live, /*timed=*/true, dropped_time));
+      generation = (*live)->generation_id();
+      pending.push_back(generation);
     }
-    CAIRN_RETURN_IF_ERROR(TombstoneLocked(*live, /*timed=*/true, dropped_time));
-    generation = (*live)->generation_id();
   }
+  if (pending.empty()) return result;
   // The rows die with their generation (the drop is the older fact, SPEC §5): never silently.
   uint64_t rows = 0;
-  {
+  if (generation != 0) {
     std::string value;
     bool found = false;
     CAIRN_RETURN_IF_ERROR(engine_->Get(Cf::kMeta, storage::CountKey(generation), &value, &found));
     if (found) rows = static_cast<uint64_t>(std::max<int64_t>(0, storage::DecodeCount(value)));
   }
-  CAIRN_RETURN_IF_ERROR(DrainAndFinish({generation}));
+  CAIRN_RETURN_IF_ERROR(DrainAndFinish(pending));
   if (rows > 0) {
     CountRetiredRows(rows);
     spdlog::warn("[{}] {} row(s) of {} died with their generation, retired by a peer's drop at {}",
                  options_.node_name, rows, Qualified(db, table), dropped_time);
   }
-  return PeerDropResult::kDropped;
+  return result;
 }
 
 absl::StatusOr<std::vector<std::pair<std::string, PeerDropResult>>> Catalog::ApplyPeerDropDatabase(
@@ -413,26 +447,14 @@ absl::StatusOr<std::vector<std::pair<std::string, PeerDropResult>>> Catalog::App
   std::vector<std::string> tables;
   {
     WriteLock lock(this);
-    if (const DatabaseDef* d = current_->FindDatabase(db)) {
-      for (const auto& [name, def] : d->tables) tables.push_back(name);
-    }
+    tables = DropNamesOfLocked(db);  // live tables and names with a drop pending (C9)
   }
   std::vector<std::pair<std::string, PeerDropResult>> results;
   for (const std::string& t : tables) {
     CAIRN_ASSIGN_OR_RETURN(PeerDropResult r, ApplyPeerDrop(db, t, dropped_time));
     results.emplace_back(t, r);
   }
-  WriteLock lock(this);
-  const DatabaseDef* d = current_->FindDatabase(db);
-  if (d != nullptr && d->tables.empty()) {
-    rocksdb::WriteBatch batch;
-    batch.Delete(engine_->cf(Cf::kCatalog), ToSlice(storage::DatabaseKey(db)))
-        .PermitUncheckedError();
-    CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
-    auto next = CopyLocked();
-    next->databases.erase(std::string(db));
-    PublishLocked(std::move(next));
-  }
+  CAIRN_RETURN_IF_ERROR(RemoveDatabaseIfEmpty(db));
   return results;
 }
 

@@ -102,6 +102,7 @@ void FaultRegistry::Set(absl::string_view point, FaultAction action) {
   if (!p.armed) armed_.fetch_add(1, std::memory_order_relaxed);
   p.armed = true;
   p.action = std::move(action);
+  p.hits = 0;  // OnNth and HitCount count from this Set
 }
 
 absl::Status FaultRegistry::SetFromSpec(absl::string_view spec) {

@@ -74,7 +74,8 @@ class FaultRegistry {
 
   // Waits until at least one thread is parked at a Block() point. False on timeout.
   bool WaitUntilBlocked(absl::string_view point, absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
-  // How many times an armed point was hit (whether or not its trigger fired).
+  // How many times an armed point was hit since it was last Set (whether or not its trigger
+  // fired).
   int64_t HitCount(absl::string_view point) const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:

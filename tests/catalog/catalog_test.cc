@@ -481,6 +481,73 @@ TEST_F(CatalogTest, C9_DrainTimeoutLeavesTombstoneAndRetryCompletes) {
   EXPECT_EQ(StoredMarker("db", "t"), retried->dropped_time);
 }
 
+// C9, C14: a drop_database retried after a drain timeout completes the pending drop of its
+// table (whose name is no longer live), answers as the timed drop it completes (so the node
+// forwards it, R9), and only then removes the database.
+TEST_F(CatalogTest, C9_DropDatabaseRetryCompletesAPendingDrop) {
+  options_.drop_drain_timeout = absl::Milliseconds(50);
+  ASSERT_OK(Reopen());
+  ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"v"})));
+  ASSERT_OK(Upsert("db", "t", json::array({{{"id", "before"}, {"v", "x"}}})));
+  const uint64_t gen = Live("db", "t")->generation_id();
+  faults_.Set(fault_points::kWriteBeforeCommit, FaultAction::Block().OnNth(1));
+  auto writer = std::async(std::launch::async, [&] {
+    return Upsert("db", "t", json::array({{{"id", "during"}, {"v", "y"}}}));
+  });
+  ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kWriteBeforeCommit, absl::Seconds(30)));
+  EXPECT_THAT(catalog().DropDatabase("db"), HasErrorCode(ErrorCode::kTableDropping));
+  EXPECT_NE(snap()->FindDatabase("db"), nullptr);  // kept while a drop of it is pending
+  faults_.Release(fault_points::kWriteBeforeCommit);
+  EXPECT_OK(writer.get());
+  auto retried = catalog().DropDatabase("db");
+  ASSERT_OK(retried);
+  EXPECT_TRUE(retried->timed);
+  EXPECT_EQ(retried->dropped_time, StoredMarker("db", "t"));
+  EXPECT_EQ(KeysOfGeneration(gen), 0);
+  EXPECT_EQ(snap()->FindDatabase("db"), nullptr);
+  EXPECT_EQ(catalog().drop_stats().in_progress, 0u);
+  EXPECT_THAT(catalog().DropDatabase("db"), HasErrorCode(ErrorCode::kDatabaseNotFound));
+}
+
+// C8, C9: a peer's drop of a name whose local drop timed out re-runs the drain and completes
+// it, answering "dropped"; so does a peer's drop of the database.
+TEST_F(CatalogTest, C9_PeerDropRetryCompletesAPendingDrop) {
+  options_.drop_drain_timeout = absl::Milliseconds(50);
+  ASSERT_OK(Reopen());
+  for (const bool whole_database : {false, true}) {
+    SCOPED_TRACE(whole_database ? "drop_database" : "drop_table");
+    const std::string db = whole_database ? "db2" : "db";
+    ASSERT_OK(catalog().CreateTable(Spec(db, "t", {"v"})));
+    const uint64_t gen = Live(db, "t")->generation_id();
+    faults_.Set(fault_points::kWriteBeforeCommit, FaultAction::Block().OnNth(1));
+    auto writer = std::async(std::launch::async, [&] {
+      return Upsert(db, "t", json::array({{{"id", "during"}, {"v", "y"}}}));
+    });
+    ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kWriteBeforeCommit, absl::Seconds(30)));
+    auto first = catalog().DropTable(db, "t");
+    EXPECT_THAT(first, HasErrorCode(ErrorCode::kTableDropping));
+    const Hlc dropped = snap()->MarkerFor(db, "t");
+    faults_.Release(fault_points::kWriteBeforeCommit);
+    EXPECT_OK(writer.get());
+    if (whole_database) {
+      auto r = catalog().ApplyPeerDropDatabase(db, dropped);
+      ASSERT_OK(r);
+      ASSERT_EQ(r->size(), 1u);
+      EXPECT_EQ((*r)[0].second, PeerDropResult::kDropped);
+      EXPECT_EQ(snap()->FindDatabase(db), nullptr);
+    } else {
+      auto r = catalog().ApplyPeerDrop(db, "t", dropped);
+      ASSERT_OK(r);
+      EXPECT_EQ(*r, PeerDropResult::kDropped);
+    }
+    EXPECT_EQ(KeysOfGeneration(gen), 0);
+    EXPECT_THAT(snap()->FindTable(db, "t"),
+                ::testing::AnyOf(HasErrorCode(ErrorCode::kTableNotFound),
+                                 HasErrorCode(ErrorCode::kDatabaseNotFound)));
+    EXPECT_EQ(StoredMarker(db, "t"), dropped);
+  }
+}
+
 // C9: the name is free right after step 1; a recreate during the drain is a new generation
 // that the old drop never touches.
 TEST_F(CatalogTest, C9_RecreateDuringDrainIsUntouched) {

@@ -33,6 +33,10 @@ TEST(FaultRegistryTest, NthAndOnce) {
   EXPECT_OK(faults.Hit("n"));
   EXPECT_FALSE(faults.Hit("n").ok());
   EXPECT_OK(faults.Hit("n"));
+  // Armed again, a point counts its hits afresh: OnNth counts from the new Set.
+  faults.Set("n", FaultAction::ReturnError(absl::InternalError("x")).OnNth(1));
+  EXPECT_FALSE(faults.Hit("n").ok());
+  EXPECT_EQ(faults.HitCount("n"), 1);
   faults.Set("o", FaultAction::ReturnError(absl::InternalError("x")).Once());
   EXPECT_FALSE(faults.Hit("o").ok());
   EXPECT_OK(faults.Hit("o"));
