@@ -13,6 +13,7 @@
 #include "common/status.h"
 #include "spdlog/spdlog.h"
 #include "storage/keys.h"
+#include "storage/rocksdb_status.h"
 
 namespace cairn::catalog {
 
@@ -145,6 +146,10 @@ absl::Status Catalog::Load() {
       }));
 
   next_generation_id_ = std::max(next_generation_id_, max_generation + 1);
+  auto legacy_strip_stamp = [hlc]() -> Hlc {
+    absl::StatusOr<Hlc> now = hlc->Now();
+    return now.ok() ? *now : kMaxHlc;
+  };
   for (v1::TableRow& row : live) {
     std::vector<AttributeDef> attributes;
     CAIRN_RETURN_IF_ERROR(
@@ -160,6 +165,20 @@ absl::Status Catalog::Load() {
     // Creation order, as before the restart: the primary key (id 0) first.
     std::sort(attributes.begin(), attributes.end(),
               [](const AttributeDef& a, const AttributeDef& b) { return a.id < b.id; });
+    // Strips of dropped attributes not finished before the restart (decision 4).
+    AttributeStamps stripping;
+    {
+      const std::string prefix = storage::StripKey(row.generation_id(), "");
+      auto it = engine_->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(prefix));
+      for (it->Seek(ToSlice(prefix)); it->Valid(); it->Next()) {
+        const absl::string_view value = storage::ToView(it->value());
+        // An empty value was written before drops were stamped: every value stored before
+        // this start belongs to the dropped attribute.
+        Hlc stamp = value.size() == 8 ? storage::GetBigEndian64(value) : legacy_strip_stamp();
+        stripping[std::string(storage::ToView(it->key()).substr(prefix.size()))] = stamp;
+      }
+      CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
+    }
     auto& db = snap->databases[row.database()];
     if (db == nullptr) {
       // Cannot happen (a table's database row is in its create batch); serve it anyway.
@@ -178,7 +197,8 @@ absl::Status Catalog::Load() {
       absl::MutexLock schema_lock(&state->schema_mu());
       state->set_schema_version(1);
     }
-    auto def = std::make_shared<TableDef>(row, std::move(attributes), std::move(state), 1);
+    auto def = std::make_shared<TableDef>(row, std::move(attributes), std::move(state), 1,
+                                          std::move(stripping));
     PutTable(snap.get(), row.database(), row.name(), std::move(def));
   }
 
@@ -407,18 +427,19 @@ absl::StatusOr<TableRef> Catalog::AddAttributesLocked(const TableRef& live,
 absl::StatusOr<TableRef> Catalog::ReplaceDefinitionLocked(
     const TableRef& live, v1::TableRow row, std::vector<AttributeDef> attributes,
     rocksdb::WriteBatch* batch, const std::function<void(CatalogSnapshot*)>& also,
-    const std::function<absl::Status(rocksdb::WriteBatch*)>& fenced) {
+    const Fenced& fenced) {
   mu_.AssertHeld();
   CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kSchemaBeforeFence));
   // GenerationState invariant (1): from before the write until the new definition is
   // published, no writer validated against `live` can commit.
   absl::MutexLock schema_lock(&live->state()->schema_mu());
-  if (fenced) CAIRN_RETURN_IF_ERROR(fenced(batch));
+  AttributeStamps stripping = live->stripping();
+  if (fenced) CAIRN_RETURN_IF_ERROR(fenced(batch, &stripping));
   CAIRN_RETURN_IF_ERROR(engine_->Write(batch));
   const uint64_t version = current_->version + 1;
   live->state()->set_schema_version(version);
   auto def = std::make_shared<TableDef>(std::move(row), std::move(attributes), live->shared_state(),
-                                        version);
+                                        version, std::move(stripping));
   auto next = CopyLocked();
   PutTable(next.get(), def->database(), def->name(), def);
   if (also) also(next.get());
@@ -472,14 +493,46 @@ absl::StatusOr<TableRef> Catalog::RemoveAttribute(absl::string_view db, absl::st
   const std::string begin = storage::IndexAttributePrefix(generation, a->id);
   const std::string end = storage::IndexAttributePrefix(generation, a->id + 1);
   batch.DeleteRange(engine_->cf(Cf::kIndexes), ToSlice(begin), ToSlice(end)).PermitUncheckedError();
-  // Until RecordStore has stripped the values, a restart resumes the strip (PendingStrips).
-  batch.Put(engine_->cf(Cf::kMeta), ToSlice(storage::StripKey(generation, attribute)), "")
-      .PermitUncheckedError();
   std::vector<AttributeDef> attributes;
   for (const AttributeDef& x : live->attributes()) {
     if (x.name != attribute) attributes.push_back(x);
   }
-  return ReplaceDefinitionLocked(live, live->row(), std::move(attributes), &batch, nullptr);
+  // The drop's stamp, taken behind the fence: every write that had the attribute has
+  // committed, at a version this clock issued or observed, so below the stamp. Rows are
+  // stripped by it, not by whether the name exists again (a re-created attribute starts
+  // empty, decision 4). Until RecordStore has stripped the values, a restart resumes the
+  // strip (ResumePendingStrips) with the stamp stored here.
+  const std::string name(attribute);
+  auto stamp_drop = [&](rocksdb::WriteBatch* b, AttributeStamps* stripping) -> absl::Status {
+    CAIRN_ASSIGN_OR_RETURN(const Hlc stamp, options_.hlc->Now());
+    b->Put(engine_->cf(Cf::kMeta), ToSlice(storage::StripKey(generation, name)),
+           ToSlice(BigEndian(stamp)))
+        .PermitUncheckedError();
+    (*stripping)[name] = stamp;  // a newer stamp covers an older strip of the name too
+    return absl::OkStatus();
+  };
+  return ReplaceDefinitionLocked(live, live->row(), std::move(attributes), &batch, nullptr,
+                                 stamp_drop);
+}
+
+absl::Status Catalog::FinishStrip(const TableDef& def, absl::string_view attribute, Hlc stamp) {
+  WriteLock lock(this);
+  auto live = current_->FindTable(def.database(), def.name());
+  if (!live.ok() || (*live)->generation_id() != def.generation_id()) {
+    return absl::OkStatus();  // dropped: the drop removes the pending strip with the rest
+  }
+  auto it = (*live)->stripping().find(attribute);
+  if (it == (*live)->stripping().end() || it->second != stamp) return absl::OkStatus();
+  rocksdb::WriteBatch batch;
+  batch.Delete(engine_->cf(Cf::kMeta), ToSlice(storage::StripKey(def.generation_id(), attribute)))
+      .PermitUncheckedError();
+  const std::string name(attribute);
+  return ReplaceDefinitionLocked(*live, (*live)->row(), (*live)->attributes(), &batch, nullptr,
+                                 [&](rocksdb::WriteBatch*, AttributeStamps* stripping) {
+                                   stripping->erase(name);
+                                   return absl::OkStatus();
+                                 })
+      .status();
 }
 
 }  // namespace cairn::catalog

@@ -105,11 +105,18 @@ class Catalog {
   absl::StatusOr<TableRef> CreateTable(const TableSpec& spec) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<TableRef> CreateAttribute(absl::string_view db, absl::string_view table,
                                            const AttributeSpec& spec) ABSL_LOCKS_EXCLUDED(mu_);
-  // Removes the attribute from the definition and its index, and records a pending strip of
-  // its values (storage::StripKey). RecordStore::DropAttribute calls this, strips the values
-  // and clears the pending strip; RecordStore::ResumePendingStrips finishes one after a crash.
+  // Removes the attribute from the definition and its index, stamps the drop (HLC, taken
+  // behind the schema fence, so every value the attribute had is in a row older than the
+  // stamp) and records a pending strip of its values (storage::StripKey, value the stamp; the
+  // returned definition's stripping()). RecordStore::DropAttribute calls this, strips the
+  // values and calls FinishStrip; RecordStore::ResumePendingStrips finishes one after a crash.
   absl::StatusOr<TableRef> RemoveAttribute(absl::string_view db, absl::string_view table,
                                            absl::string_view attribute) ABSL_LOCKS_EXCLUDED(mu_);
+  // The strip of `attribute` dropped at `stamp` reached every row of `def`'s generation:
+  // forgets the pending strip, durably and in a new definition. Nothing to do if the
+  // generation is gone or a later drop of the name has its own strip pending.
+  absl::Status FinishStrip(const TableDef& def, absl::string_view attribute, Hlc stamp)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Adds attributes that `def`'s generation lacks (D2 dynamic attributes, peer records).
   // Existing names are left alone. TABLE_DROPPING if the generation is no longer live.
   absl::StatusOr<TableRef> EnsureAttributes(const TableRef& def,
@@ -181,13 +188,14 @@ class Catalog {
   // Commits `batch` and publishes a new definition of `live`'s generation (bumping its schema
   // version under an exclusive schema_mu, GenerationState (1)); `also` edits the snapshot.
   // `fenced`, if given, runs under the exclusive schema_mu before the commit and may add to
-  // the batch: every record write validated against an older definition has committed by
-  // then, and none can start until the new definition is published.
+  // the batch and edit the new definition's pending strips (which start as `live`'s): every
+  // record write validated against an older definition has committed by then, and none can
+  // start until the new definition is published.
+  using Fenced = std::function<absl::Status(rocksdb::WriteBatch*, AttributeStamps*)>;
   absl::StatusOr<TableRef> ReplaceDefinitionLocked(
       const TableRef& live, v1::TableRow row, std::vector<AttributeDef> attributes,
       rocksdb::WriteBatch* batch, const std::function<void(CatalogSnapshot*)>& also,
-      const std::function<absl::Status(rocksdb::WriteBatch*)>& fenced = nullptr)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      const Fenced& fenced = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // C9 step 1: tombstone + publish without the table. `marker_time` > 0 also records a
   // (peer's) marker in the same batch.
   absl::Status TombstoneLocked(const TableRef& def, bool timed, Hlc dropped_time)

@@ -183,10 +183,14 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
       } else {
         json next = json::object();
         if (merge) {
-          // Keep only what is still an attribute: a value of a dropped attribute that the
-          // strip has not reached yet must not be written back.
+          // Keep only what is still an attribute, and of it only what the attribute holds:
+          // a value of a dropped attribute that the strip has not reached yet must not be
+          // written back, not even under a re-created attribute of that name (decision 4).
+          const Hlc stored_version = s.changed ? version : s.original.version();
           for (const auto& [name, value] : s.current_json().items()) {
-            if (def->FindAttribute(name) != nullptr) next[name] = value;
+            if (def->FindAttribute(name) != nullptr && !def->IsStripped(name, stored_version)) {
+              next[name] = value;
+            }
           }
         }
         for (const auto& [name, value] : given.items()) next[name] = value;

@@ -1,5 +1,7 @@
 // RecordStore maintenance scans: drop_attribute's strip and the C8 purge of older row
 // generations, both resumable after a crash.
+#include <algorithm>
+#include <iterator>
 #include <utility>
 #include <vector>
 
@@ -62,15 +64,21 @@ absl::Status RecordStore::ResumePendingStrips() {
     }
     spdlog::info("[{}] resuming the strip of dropped attribute {}.{}", options_.node_name,
                  def->QualifiedName(), attribute);
-    CAIRN_RETURN_IF_ERROR(StripAttribute(def, attribute));
+    CAIRN_RETURN_IF_ERROR(StripAttribute(def, attribute));  // its stamp: def->stripping()
   }
   return absl::OkStatus();
 }
 
 absl::Status RecordStore::StripAttribute(const TableRef& def, absl::string_view attribute) {
+  auto pending = def->stripping().find(attribute);
+  if (pending == def->stripping().end()) return absl::OkStatus();  // finished meanwhile
+  const Hlc stamp = pending->second;
   CAIRN_ASSIGN_OR_RETURN(Gate::Token token, def->state()->Admit(def->QualifiedName()));
   // Every write validated against a definition that still had the attribute has committed
-  // (GenerationState (1)), so this scan sees every value the attribute had.
+  // (GenerationState (1)) at a version below the stamp, so this scan sees every value the
+  // attribute had. Rows are stripped by the stamp, whether or not the name is an attribute
+  // again by now: a value written after the drop is newer than the stamp and stays; one
+  // written before it belongs to the dropped attribute and goes (decision 4).
   const std::string name(attribute);
   const std::string begin = storage::GenerationPrefix(def->generation_id());
   const std::string end = storage::GenerationPrefix(def->generation_id() + 1);
@@ -83,7 +91,7 @@ absl::Status RecordStore::StripAttribute(const TableRef& def, absl::string_view 
       CAIRN_RETURN_IF_ERROR(checkpoint.Visit());
       StoredRecord rec;
       if (!rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) ||
-          rec.deleted() || ParseStored(rec.json()).count(name) == 0) {
+          rec.deleted() || rec.version() >= stamp || ParseStored(rec.json()).count(name) == 0) {
         continue;
       }
       Slot s;
@@ -102,29 +110,33 @@ absl::Status RecordStore::StripAttribute(const TableRef& def, absl::string_view 
     CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &slots));
     rocksdb::WriteBatch batch;
     for (Slot& s : slots) {
-      if (!s.original_live) continue;
-      if (current->FindAttribute(name) == nullptr) {
-        // Strip the value. Not a record write: version, origin and log are unchanged.
-        s.original_json.erase(name);
-        StoredRecord rec = s.original;
-        rec.set_json(Dump(s.original_json));
-        batch.Put(engine_->cf(Cf::kRecords), ToSlice(s.key), rec.SerializeAsString())
-            .PermitUncheckedError();
-      } else {
-        // Re-created meanwhile (a dynamic write brought it back): keep the value and make
-        // sure it is indexed under the new attribute.
-        for (const std::string& k : internal::IndexKeys(*current, s.original_json, s.encoded_pk)) {
-          batch.Put(engine_->cf(Cf::kIndexes), ToSlice(k), rocksdb::Slice()).PermitUncheckedError();
-        }
+      // Re-read under the latch: a write since the scan may have replaced the row.
+      if (!s.original_live || s.original.version() >= stamp || !s.original_json.contains(name)) {
+        continue;
       }
+      // Strip the value. Not a record write: version, origin and log are unchanged. If the
+      // name is an attribute again and the old value got indexed under it (a peer's row
+      // re-added it), that entry goes too.
+      const std::vector<std::string> before =
+          internal::IndexKeys(*current, s.original_json, s.encoded_pk);
+      s.original_json.erase(name);
+      const std::vector<std::string> after =
+          internal::IndexKeys(*current, s.original_json, s.encoded_pk);
+      std::vector<std::string> gone;
+      std::set_difference(before.begin(), before.end(), after.begin(), after.end(),
+                          std::back_inserter(gone));
+      for (const std::string& k : gone) {
+        batch.Delete(engine_->cf(Cf::kIndexes), ToSlice(k)).PermitUncheckedError();
+      }
+      StoredRecord rec = s.original;
+      rec.set_json(Dump(s.original_json));
+      batch.Put(engine_->cf(Cf::kRecords), ToSlice(s.key), rec.SerializeAsString())
+          .PermitUncheckedError();
     }
     CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
   }
   CAIRN_RETURN_IF_ERROR(IteratorStatus(*it));
-  rocksdb::WriteBatch done;
-  done.Delete(engine_->cf(Cf::kMeta), storage::StripKey(def->generation_id(), name))
-      .PermitUncheckedError();
-  return engine_->Write(&done);
+  return catalog_->FinishStrip(*def, name, stamp);
 }
 
 absl::StatusOr<uint64_t> RecordStore::PurgeRowsBefore(const TableRef& def, Hlc marker) {

@@ -50,7 +50,11 @@ class Emitter {
  public:
   Emitter(const TableDef& def, const SearchOptions& options, std::vector<std::string> fields,
           const RecordStore::Visitor& visit, FaultRegistry* faults)
-      : options_(options), fields_(std::move(fields)), visit_(visit), checkpoint_(def, faults) {}
+      : def_(def),
+        options_(options),
+        fields_(std::move(fields)),
+        visit_(visit),
+        checkpoint_(def, faults) {}
 
   // At every row or key a search reads, before deciding whether it matches (C9).
   absl::Status Visit() { return checkpoint_.Visit(); }
@@ -63,6 +67,7 @@ class Emitter {
       return true;
     }
     json record = parsed != nullptr ? std::move(*parsed) : ParseStored(rec.json());
+    internal::DropStripped(def_, rec.version(), &record);
     if (!fields_.empty()) {
       json projected = json::object();
       for (const std::string& f : fields_) {
@@ -77,6 +82,7 @@ class Emitter {
   }
 
  private:
+  const TableDef& def_;
   const SearchOptions& options_;
   const std::vector<std::string> fields_;
   const RecordStore::Visitor& visit_;
@@ -170,6 +176,7 @@ absl::Status RecordStore::SearchByValue(absl::string_view db, absl::string_view 
       json* hand_over = nullptr;
       if (filter && !rec.deleted()) {
         parsed = ParseStored(rec.json());
+        internal::DropStripped(*def, rec.version(), &parsed);
         auto f = parsed.find(attr->name);
         if (f == parsed.end() || !internal::FieldMatches(*f, target, prefix ? &*prefix : nullptr)) {
           continue;
@@ -233,6 +240,8 @@ absl::Status RecordStore::SearchByValue(absl::string_view db, absl::string_view 
     slots[0].key = storage::RecordKey(def->generation_id(), rest);
     CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &slots, snapshot.get()));
     if (!slots[0].stored) continue;
+    // An entry of a value the strip of a dropped attribute has yet to remove.
+    if (def->IsStripped(attr->name, slots[0].original.version())) continue;
     CAIRN_ASSIGN_OR_RETURN(
         bool more,
         emit.Row(slots[0].original, slots[0].original_live ? &slots[0].original_json : nullptr));

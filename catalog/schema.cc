@@ -49,11 +49,13 @@ absl::StatusOr<Gate::Token> GenerationState::Admit(absl::string_view qualified_n
 }
 
 TableDef::TableDef(v1::TableRow row, std::vector<AttributeDef> attributes,
-                   std::shared_ptr<GenerationState> state, uint64_t schema_version)
+                   std::shared_ptr<GenerationState> state, uint64_t schema_version,
+                   AttributeStamps stripping)
     : row_(std::move(row)),
       attributes_(std::move(attributes)),
       state_(std::move(state)),
-      schema_version_(schema_version) {
+      schema_version_(schema_version),
+      stripping_(std::move(stripping)) {
   for (size_t i = 0; i < attributes_.size(); ++i) {
     by_name_.emplace(attributes_[i].name, i);
     if (attributes_[i].indexed && !attributes_[i].is_primary_key) {

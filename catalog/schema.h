@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -70,11 +71,18 @@ class GenerationState {
   uint64_t schema_version_ ABSL_GUARDED_BY(schema_mu_) = 0;  // see invariant (1)
 };
 
+// Attribute name -> the stamp of its drop, for drop_attribute strips of a generation that have
+// not finished (decision 4). A stored value of that name in a row whose version is older than
+// the stamp belongs to the dropped attribute, whatever the definition holds now: a re-created
+// attribute of the name starts empty.
+using AttributeStamps = absl::btree_map<std::string, Hlc, std::less<>>;
+
 // One published definition of a table generation. Immutable.
 class TableDef {
  public:
   TableDef(v1::TableRow row, std::vector<AttributeDef> attributes,
-           std::shared_ptr<GenerationState> state, uint64_t schema_version);
+           std::shared_ptr<GenerationState> state, uint64_t schema_version,
+           AttributeStamps stripping = {});
   // indexed_ points into attributes_: not copyable.
   TableDef(const TableDef&) = delete;
   TableDef& operator=(const TableDef&) = delete;
@@ -96,6 +104,17 @@ class TableDef {
   // Indexed attributes other than the primary key.
   const std::vector<const AttributeDef*>& indexed() const { return indexed_; }
 
+  // Dropped attributes whose values are still being stripped from stored rows, with the
+  // stamps of their drops (AttributeStamps).
+  const AttributeStamps& stripping() const { return stripping_; }
+  // Whether `field` of a row written at `version` is a dropped value still to be stripped:
+  // readers and merges treat it as absent.
+  bool IsStripped(absl::string_view field, Hlc version) const {
+    if (stripping_.empty()) return false;
+    auto it = stripping_.find(field);
+    return it != stripping_.end() && version < it->second;
+  }
+
   GenerationState* state() const { return state_.get(); }
   const std::shared_ptr<GenerationState>& shared_state() const { return state_; }
   uint64_t schema_version() const { return schema_version_; }
@@ -107,6 +126,7 @@ class TableDef {
   std::vector<const AttributeDef*> indexed_;
   const std::shared_ptr<GenerationState> state_;
   const uint64_t schema_version_;
+  const AttributeStamps stripping_;
 };
 using TableRef = std::shared_ptr<const TableDef>;
 

@@ -147,6 +147,13 @@ bool NestedDeeperThan(const nlohmann::json& j, int max_depth) {
   return false;
 }
 
+void DropStripped(const TableDef& def, Hlc version, nlohmann::json* record) {
+  if (def.stripping().empty() || !record->is_object()) return;
+  for (const auto& [name, stamp] : def.stripping()) {
+    if (version < stamp) record->erase(name);
+  }
+}
+
 std::string NewUuid() {
   thread_local absl::BitGen gen;
   uint64_t hi = absl::Uniform<uint64_t>(gen);

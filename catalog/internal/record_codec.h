@@ -36,6 +36,11 @@ inline constexpr int kMaxRecordDepth = 64;
 // True if `j` nests more than `max_depth` levels. Iterative: safe on any input.
 bool NestedDeeperThan(const nlohmann::json& j, int max_depth);
 
+// Removes from `record` (a stored body written at `version`) the values of dropped attributes
+// still being stripped (TableDef::IsStripped): readers never see them, whatever the
+// definition holds now.
+void DropStripped(const TableDef& def, Hlc version, nlohmann::json* record);
+
 // A fresh random UUID (v4) string, the primary key of an insert that has none (D1).
 std::string NewUuid();
 

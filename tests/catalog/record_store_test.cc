@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "absl/cleanup/cleanup.h"
 #include "catalog/internal/record_codec.h"
@@ -738,6 +739,86 @@ TEST_F(RecordStoreTest, DropAttributeStripsValuesAndARecreateStartsEmpty) {
               HasErrorCode(ErrorCode::kUnknownAttribute));
   EXPECT_THAT(catalog().CreateAttribute("db", "t", {"y", v1::ANY, true}),
               HasErrorCode(ErrorCode::kAttributeExists));
+}
+
+// Decision 4: a re-created attribute starts empty. The strip of a dropped attribute goes by the
+// drop's stamp, not by whether the name exists again when it reaches a row: neither the strip,
+// nor a merge, nor a read brings an old value back under the new attribute, while values
+// written after the re-create stay.
+TEST_F(RecordStoreTest, D2_ARecreatedAttributeStartsEmptyWhileItsStripRuns) {
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  json batch = json::array();
+  for (int i = 0; i < 600; ++i) batch.push_back({{"id", i}, {"x", "old"}, {"y", i}});
+  ASSERT_OK(Write("t", batch, WriteMode::kInsert));
+  faults_.Set(fault_points::kStripAfterCatalog, FaultAction::Block().OnNth(1));
+  auto strip =
+      std::async(std::launch::async, [&] { return records().DropAttribute("db", "t", "x"); });
+  ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kStripAfterCatalog, absl::Seconds(30)));
+  // Re-created with another type before the strip touched a row.
+  ASSERT_OK(catalog().CreateAttribute("db", "t", {"x", v1::INT, true}));
+  EXPECT_FALSE(ById("t", json::array({1}))[0].contains("x"));  // a read
+  EXPECT_TRUE(By("t", "x", "old").empty());
+  ASSERT_OK(Write("t", json::array({{{"id", 2}, {"y", -2}}}), WriteMode::kUpdate));  // a merge
+  ASSERT_OK(Write("t", json::array({{{"id", 3}, {"x", 33}}}), WriteMode::kUpdate));  // a new value
+  faults_.Release(fault_points::kStripAfterCatalog);
+  ASSERT_OK(strip.get());
+  auto check = [&] {
+    for (const json& r : By("t", "y", "*")) {
+      if (r["id"] == 3) {
+        EXPECT_EQ(r["x"], 33) << r.dump();
+      } else {
+        EXPECT_FALSE(r.contains("x")) << r.dump();
+      }
+    }
+    EXPECT_TRUE(By("t", "x", "old").empty());
+    EXPECT_EQ(By("t", "x", 33).size(), 1u);
+    EXPECT_EQ(By("t", "x", "*").size(), 600u);  // every row, with or without the attribute
+    EXPECT_TRUE(Live("db", "t")->stripping().empty());
+    ExpectIndexConsistent("t");
+  };
+  check();
+  ASSERT_OK(Reopen());
+  check();
+}
+
+// Decision 18 with decision 4: a strip interrupted by a crash resumes with the drop's stamp, so
+// a value written under a re-created attribute before the restart survives it.
+TEST_F(RecordStoreTest, DropAttributeStripResumesWithItsStampAfterACrash) {
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  ASSERT_OK(Write("t", json::array({{{"id", 1}, {"x", "old"}}, {{"id", 2}, {"x", "old"}}}),
+                  WriteMode::kInsert));
+  // The process dies after the attribute was dropped, re-created and written again, before
+  // its strip touched a row.
+  Close();
+  EXPECT_EQ(
+      testing::RunInChildProcess([&] {
+        FaultRegistry faults;
+        faults.Set(fault_points::kStripAfterCatalog, FaultAction::Block());
+        testing::LocalNodeOptions o = options_;
+        o.faults = &faults;
+        auto node = testing::LocalNode::Open(dir_.path(), o);
+        if (!node.ok()) std::_Exit(1);
+        std::thread([&] {
+          (*node)->records->DropAttribute("db", "t", "x").IgnoreError();
+        }).detach();
+        if (!faults.WaitUntilBlocked(fault_points::kStripAfterCatalog, absl::Seconds(30))) {
+          std::_Exit(2);
+        }
+        if (!(*node)->catalog->CreateAttribute("db", "t", {"x", v1::ANY, true}).ok() ||
+            !(*node)
+                 ->records
+                 ->Write("db", "t", json::array({{{"id", 2}, {"x", "new"}}}), WriteMode::kUpdate)
+                 .ok()) {
+          std::_Exit(3);
+        }
+        std::_Exit(kInjectedCrashExitCode);
+      }),
+      kInjectedCrashExitCode);
+  ASSERT_OK(Reopen());  // resumes the strip
+  EXPECT_FALSE(ById("t", json::array({1}))[0].contains("x"));
+  EXPECT_EQ(ById("t", json::array({2}))[0]["x"], "new");
+  EXPECT_TRUE(Live("db", "t")->stripping().empty());
+  ExpectIndexConsistent("t");
 }
 
 // D3, D5 against an oracle. Property: after any sequence of local inserts, upserts, updates,
