@@ -89,6 +89,7 @@ absl::Status ValidateAttributeName(absl::string_view name) {
       return bad("must not contain control characters");  // C1 controls U+0080..U+009F
     }
     if (c == '/') return bad("must not contain '/'");
+    if (c == '`') return bad("must not contain '`'");  // D8, as Harper
     i += n;
   }
   return absl::OkStatus();

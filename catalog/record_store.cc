@@ -91,6 +91,11 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
       pk = in.owned.find(def->primary_key());
     }
     in.pk = *pk;
+    if (in.pk.is_string() && in.pk.get_ref<const std::string&>().empty()) {  // D8
+      return Error(ErrorCode::kBadRequest,
+                   absl::StrCat("records[", i, "]: the primary key '", def->primary_key(),
+                                "' must not be an empty string"));
+    }
     absl::Status s = storage::AppendPrimaryKey(in.pk, &in.encoded_pk);
     if (!s.ok()) return Annotate(s, absl::StrCat("records[", i, "].", def->primary_key()));
     inputs.push_back(std::move(in));

@@ -58,7 +58,9 @@ struct ApplyStats {
   uint64_t older = 0;            // lost last-writer-wins
   uint64_t dead_generation = 0;  // row generation older than the name's drop marker (C6, D7)
   uint64_t node_local = 0;       // the name is a node-local table here (C11)
-  uint64_t malformed = 0;        // unknown op, a body that is not a JSON object, bad names
+  // Unknown op, a key that is not an encoded primary key (D1, D8), a table name that breaks
+  // C13, a body that is not a JSON object, bad attribute names.
+  uint64_t malformed = 0;
 };
 
 class RecordStore {

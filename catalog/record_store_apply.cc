@@ -18,6 +18,7 @@
 #include "common/status.h"
 #include "spdlog/spdlog.h"
 #include "storage/keys.h"
+#include "storage/value_codec.h"
 
 namespace cairn::catalog {
 
@@ -64,6 +65,7 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
     // node_hash_map: target_of holds pointers into it across inserts.
     absl::node_hash_map<std::string, std::optional<Target>> targets;
     absl::flat_hash_map<std::string, bool> node_local;
+    absl::flat_hash_map<std::string, bool> valid_table_names;
     std::vector<std::string> unknown;
     std::vector<const Target*> target_of(entries.size(), nullptr);
     std::vector<json> parsed(entries.size());
@@ -72,6 +74,21 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
       const ChangeEntry& e = entries[i];
       if (e.op() != storage::v1::PUT && e.op() != storage::v1::DELETE) {
         ++stats.malformed;  // R1: what we do not understand is counted and ignored
+        continue;
+      }
+      // A peer's values are input to check: the key must be one a client could have written
+      // (D1, D8), the table name a valid one (C13). Neither can ever become valid, so the
+      // entry is skipped, not retried.
+      json pk;
+      if (!storage::DecodePrimaryKey(e.key(), &pk) ||
+          (pk.is_string() && pk.get_ref<const std::string&>().empty())) {
+        ++stats.malformed;
+        continue;
+      }
+      auto valid_name = valid_table_names.try_emplace(e.table(), false);
+      if (valid_name.second) valid_name.first->second = ValidateTableName(e.table()).ok();
+      if (!valid_name.first->second) {
+        ++stats.malformed;
         continue;
       }
       if (IsDeadGeneration(e.row_generation(), snap->MarkerFor(db, e.table()))) {

@@ -160,4 +160,12 @@ bool ConsumeScalar(absl::string_view* in, nlohmann::json* out) {
   }
 }
 
+bool DecodePrimaryKey(absl::string_view encoded, nlohmann::json* out) {
+  absl::string_view rest = encoded;
+  if (!ConsumeScalar(&rest, out) || !rest.empty()) return false;
+  if (!out->is_string() && !out->is_number_integer()) return false;
+  std::string canonical;
+  return AppendPrimaryKey(*out, &canonical).ok() && canonical == encoded;
+}
+
 }  // namespace cairn::storage

@@ -35,4 +35,9 @@ void AppendStringPrefix(absl::string_view prefix, std::string* out);
 // Decodes one value from the front of `*in`, advancing it. False on malformed input.
 bool ConsumeScalar(absl::string_view* in, nlohmann::json* out);
 
+// Whether `encoded` is exactly the encoding AppendPrimaryKey gives some key (a string or an
+// integer, nothing after it, the canonical form): checks a key that arrives already encoded
+// (a peer's entry), so that no two encodings name one record. The key goes to `*out`.
+bool DecodePrimaryKey(absl::string_view encoded, nlohmann::json* out);
+
 }  // namespace cairn::storage

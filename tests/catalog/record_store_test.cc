@@ -170,6 +170,32 @@ TEST_F(RecordStoreTest, D1_PrimaryKeyTypes) {
   EXPECT_TRUE(ById("t", json::array({2})).empty());
 }
 
+// D8: "" is not a primary key, and an attribute name has no backtick; nothing of such a batch
+// is written, and the message names the record or the name.
+TEST_F(RecordStoreTest, D8_EmptyKeysAndBacktickNamesAreRefused) {
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  for (WriteMode mode : {WriteMode::kInsert, WriteMode::kUpsert, WriteMode::kUpdate}) {
+    auto r = Write("t", json::array({{{"id", 1}}, {{"id", ""}, {"v", 1}}}), mode);
+    EXPECT_THAT(r, HasErrorCode(ErrorCode::kBadRequest));
+    EXPECT_NE(r.status().message().find("records[1]"), std::string::npos) << r.status();
+  }
+  auto r = Write("t", json::array({{{"id", 1}, {"a`b", 1}}}), WriteMode::kInsert);
+  EXPECT_THAT(r, HasErrorCode(ErrorCode::kInvalidName));
+  EXPECT_NE(r.status().message().find("a`b"), std::string::npos) << r.status();
+  EXPECT_THAT(catalog().CreateAttribute("db", "t", {"`", v1::ANY, true}),
+              HasErrorCode(ErrorCode::kInvalidName));
+  EXPECT_EQ(Count("t"), 0u);
+  EXPECT_TRUE(Log().empty());
+  EXPECT_EQ(Live("db", "t")->attributes().size(), 3u);  // id and the two time attributes
+  // A peer's entry keyed "" or with a backtick field is malformed: skipped and counted.
+  const Hlc gen = Live("db", "t")->created_time();
+  auto s = Apply({Put("t", "", 10, "p", gen, {{"id", ""}}),
+                  Put("t", "k", 11, "p", gen, {{"id", "k"}, {"x`", 1}})});
+  ASSERT_OK(s);
+  EXPECT_EQ(s->malformed, 2u);
+  EXPECT_EQ(Count("t"), 0u);
+}
+
 TEST_F(RecordStoreTest, D2_SchemaDefinedRefusesTheWholeBatchOnOneBadRecord) {
   ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"name"})));
   auto r = Write("t", json::array({{{"id", 1}, {"name", "ok"}}, {{"id", 2}, {"nope", 1}}}),
@@ -462,6 +488,36 @@ TEST_F(RecordStoreTest, C6_DeadGenerationEntriesSkippedCursorAdvances) {
   std::string v;
   ASSERT_TRUE(node_->engine->db()->Get(rocksdb::ReadOptions(), "cursor/peer", &v).ok());
   EXPECT_EQ(v, "43");
+}
+
+// A peer is authenticated but its values are input: a key that is not the canonical encoding of
+// a primary key, or a table name that breaks C13, is a malformed entry, skipped and counted, and
+// the cursor advances past it; it never refuses the batch for good, nor is it stored as is.
+TEST_F(RecordStoreTest, PeerEntriesWithBadKeysOrTableNamesAreSkipped) {
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  const Hlc gen = Live("db", "t")->created_time();
+  std::vector<ChangeEntry> entries;
+  for (const std::string& key : {std::string("garbage"), std::string("\x10\x00"),
+                                 std::string(1, '\x11') + std::string(8, '\x40'),  // a float
+                                 std::string(1, '\x03')}) {                        // true
+    ChangeEntry e = Put("t", "k", 10, "p", gen, {{"id", "k"}});
+    e.set_key(key);
+    entries.push_back(e);
+  }
+  ChangeEntry trailing = Put("t", 7, 10, "p", gen, {{"id", 7}});
+  trailing.set_key(trailing.key() + "x");  // a key with bytes after it
+  entries.push_back(trailing);
+  entries.push_back(Put("../etc", 1, 10, "p", gen, {{"id", 1}}));
+  entries.push_back(Put("_system", 1, 10, "p", gen, {{"id", 1}}));
+  entries.push_back(Put("t", "good", 10, "p", gen, {{"id", "good"}}));
+  auto s =
+      Apply(entries, [](rocksdb::WriteBatch* b) { ASSERT_TRUE(b->Put("cursor/peer", "1").ok()); });
+  ASSERT_OK(s);
+  EXPECT_EQ(s->malformed, 7u);
+  EXPECT_EQ(s->applied, 1u);
+  EXPECT_EQ(Count("t"), 1u);
+  std::string v;
+  EXPECT_TRUE(node_->engine->db()->Get(rocksdb::ReadOptions(), "cursor/peer", &v).ok());
 }
 
 // R6, R7: entries for a table that is neither live here nor provably dead (its schema has not
