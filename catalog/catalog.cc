@@ -459,9 +459,9 @@ absl::StatusOr<TableRef> Catalog::CreateAttribute(absl::string_view db, absl::st
   return AddAttributesLocked(live, {spec}, v1::LOCAL);
 }
 
-absl::StatusOr<TableRef> Catalog::EnsureAttributes(const TableRef& def,
-                                                   const std::vector<AttributeSpec>& attributes,
-                                                   Origin origin) {
+absl::StatusOr<TableRef> Catalog::EnsureAttributes(
+    const TableRef& def, const std::vector<AttributeSpec>& attributes, Origin origin,
+    const std::function<absl::Status(const TableDef& live)>& check) {
   for (const AttributeSpec& a : attributes) CAIRN_RETURN_IF_ERROR(ValidateAttributeName(a.name));
   WriteLock lock(this);
   auto live = current_->FindTable(def->database(), def->name());
@@ -469,6 +469,7 @@ absl::StatusOr<TableRef> Catalog::EnsureAttributes(const TableRef& def,
     return Error(ErrorCode::kTableDropping,
                  absl::StrCat("table '", def->QualifiedName(), "' was dropped"));
   }
+  if (check) CAIRN_RETURN_IF_ERROR(check(**live));
   return AddAttributesLocked(*live, attributes, origin);
 }
 

@@ -119,9 +119,12 @@ class Catalog {
       ABSL_LOCKS_EXCLUDED(mu_);
   // Adds attributes that `def`'s generation lacks (D2 dynamic attributes, peer records).
   // Existing names are left alone. TABLE_DROPPING if the generation is no longer live.
-  absl::StatusOr<TableRef> EnsureAttributes(const TableRef& def,
-                                            const std::vector<AttributeSpec>& attributes,
-                                            Origin origin) ABSL_LOCKS_EXCLUDED(mu_);
+  // `check`, if given, runs on the live definition in the same critical section, before
+  // anything is added; its error refuses the call with nothing added.
+  absl::StatusOr<TableRef> EnsureAttributes(
+      const TableRef& def, const std::vector<AttributeSpec>& attributes, Origin origin,
+      const std::function<absl::Status(const TableDef& live)>& check = nullptr)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // C7/C9: drops the live generation of db.table. `timed` false is a "replicated: false"
   // drop; a node-local table's drop is never timed (C11). If the name has no live generation

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "catalog/internal/record_batch.h"
 #include "catalog/internal/record_codec.h"
@@ -23,6 +24,38 @@ using nlohmann::json;
 namespace {
 
 constexpr int kMaxSchemaRetries = 64;
+
+// One record of a write request.
+struct Input {
+  const json* record;  // the caller's, or `owned` when a primary key was generated
+  json owned;
+  json pk;
+  std::string encoded_pk;
+};
+
+// D2, D3: every field of every record is an attribute of `def` of the right type. Fields that
+// are not, in a dynamic table, go to `added` (each name once) to become attributes.
+absl::Status ValidateRecords(const TableDef& def, const std::vector<Input>& inputs,
+                             std::vector<AttributeSpec>* added) {
+  absl::flat_hash_set<std::string> seen_new;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    for (const auto& [name, value] : inputs[i].record->items()) {
+      const AttributeDef* a = def.FindAttribute(name);
+      if (a == nullptr) {
+        if (def.schema_defined()) {
+          return Error(ErrorCode::kUnknownAttribute,
+                       absl::StrCat("records[", i, "]: unknown attribute '", name, "' (",
+                                    def.QualifiedName(), " is schema-defined)"));
+        }
+        if (seen_new.insert(name).second) added->push_back({name, v1::ANY, true});
+        continue;
+      }
+      absl::Status s = internal::CheckType(*a, value);
+      if (!s.ok()) return Annotate(s, absl::StrCat("records[", i, "]"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -61,12 +94,6 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
   CAIRN_ASSIGN_OR_RETURN(Gate::Token token, def->state()->Admit(def->QualifiedName()));
 
   // 1. Primary keys (D1): every record must have a usable one before anything is written.
-  struct Input {
-    const json* record;  // the caller's, or `owned` when a primary key was generated
-    json owned;
-    json pk;
-    std::string encoded_pk;
-  };
   std::vector<Input> inputs;
   inputs.reserve(records.size());
   for (size_t i = 0; i < records.size(); ++i) {
@@ -108,25 +135,17 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
     //    first, in their own catalog batch (C1), so the record never has a field that is not
     //    an attribute.
     std::vector<AttributeSpec> added;
-    absl::flat_hash_map<std::string, bool> seen_new;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      for (const auto& [name, value] : inputs[i].record->items()) {
-        const AttributeDef* a = def->FindAttribute(name);
-        if (a == nullptr) {
-          if (def->schema_defined()) {
-            return Error(ErrorCode::kUnknownAttribute,
-                         absl::StrCat("records[", i, "]: unknown attribute '", name, "' (",
-                                      def->QualifiedName(), " is schema-defined)"));
-          }
-          if (seen_new.emplace(name, true).second) added.push_back({name, v1::ANY, true});
-          continue;
-        }
-        absl::Status s = internal::CheckType(*a, value);
-        if (!s.ok()) return Annotate(s, absl::StrCat("records[", i, "]"));
-      }
-    }
+    CAIRN_RETURN_IF_ERROR(ValidateRecords(*def, inputs, &added));
     if (!added.empty()) {
-      CAIRN_ASSIGN_OR_RETURN(def, catalog_->EnsureAttributes(def, added, v1::LOCAL));
+      CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kWriteBeforeAttributes));
+      // The catalog re-validates the whole batch against its live definition, in the critical
+      // section that adds the attributes: a write that a racing schema change makes invalid is
+      // refused before it adds anything (all or nothing, D2).
+      auto still_valid = [&](const TableDef& live) {
+        std::vector<AttributeSpec> unused;
+        return ValidateRecords(live, inputs, &unused);
+      };
+      CAIRN_ASSIGN_OR_RETURN(def, catalog_->EnsureAttributes(def, added, v1::LOCAL, still_valid));
       for (const auto& a : added) {
         if (def->FindAttribute(a.name) != nullptr &&
             std::find(result.new_attributes.begin(), result.new_attributes.end(), a.name) ==

@@ -16,6 +16,8 @@ inline constexpr char kDropAfterDrain[] = "catalog.drop.after_drain";          /
 inline constexpr char kDropBeforeFinalCommit[] = "catalog.drop.before_final_commit";
 inline constexpr char kDropAfterFinalCommit[] = "catalog.drop.after_final_commit";
 // catalog/record_store.cc: record writes (SPEC D3, D4), with an admission token held
+// validated, before a dynamic write adds its new attributes to the catalog (D2)
+inline constexpr char kWriteBeforeAttributes[] = "records.write.before_attributes";
 inline constexpr char kWriteBeforeCommit[] = "records.write.before_commit";
 inline constexpr char kWriteAfterCommit[] = "records.write.after_commit";
 inline constexpr char kScanRow[] = "records.scan.row";  // each row a search visits

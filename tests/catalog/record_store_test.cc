@@ -237,6 +237,24 @@ TEST_F(RecordStoreTest, D2_DynamicTablesAddIndexedAttributesAndTrackTimes) {
   EXPECT_EQ(Count("t"), 1u);
 }
 
+// D2, C1: a dynamic write refused by a schema change that raced it leaves nothing behind, not
+// even the attributes it would have added. Here a create_attribute gives one of its new names a
+// type its value does not have, between the write's validation and its catalog change.
+TEST_F(RecordStoreTest, D2_ARefusedDynamicWriteAddsNoAttribute) {
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  faults_.Set(fault_points::kWriteBeforeAttributes, FaultAction::Block().OnNth(1));
+  auto write = std::async(std::launch::async, [&] {
+    return Write("t", json::array({{{"id", 1}, {"a", "text"}, {"b", 1}}}), WriteMode::kInsert);
+  });
+  ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kWriteBeforeAttributes, absl::Seconds(30)));
+  ASSERT_OK(catalog().CreateAttribute("db", "t", {"b", v1::STRING, true}));
+  faults_.Release(fault_points::kWriteBeforeAttributes);
+  EXPECT_THAT(write.get(), HasErrorCode(ErrorCode::kTypeMismatch));
+  EXPECT_EQ(Live("db", "t")->FindAttribute("a"), nullptr);
+  EXPECT_EQ(Count("t"), 0u);
+  EXPECT_TRUE(Log().empty());
+}
+
 TEST_F(RecordStoreTest, D3_Types) {
   TableSpec spec = Spec("db", "t");
   spec.attributes = std::vector<AttributeSpec>{{"s", v1::STRING, false}, {"i", v1::INT, true},
