@@ -52,13 +52,6 @@ uint64_t ChangeLog::Sequencer::watermark() const {
   return watermark_;
 }
 
-uint64_t ChangeLog::Sequencer::WaitBeyond(uint64_t after, absl::Time deadline) {
-  absl::MutexLock lock(&mu_);
-  auto beyond = [this, after]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return watermark_ > after; };
-  mu_.AwaitWithDeadline(absl::Condition(&beyond), deadline);
-  return watermark_;
-}
-
 absl::Status ChangeLog::ForgetIdentity(Engine* engine) {
   rocksdb::WriteBatch batch;
   // why ignored: WriteBatch::Delete/DeleteRange only fail beyond 4 GiB.
@@ -138,12 +131,16 @@ std::vector<std::string> ChangeLog::Databases() {
   return out;
 }
 
-uint64_t ChangeLog::TrimmedThrough(absl::string_view db) { return GetOrCreate(db)->trimmed(); }
+uint64_t ChangeLog::TrimmedThrough(absl::string_view db) {
+  Sequencer* seq = Find(db);
+  return seq == nullptr ? 0 : seq->trimmed();
+}
 
 absl::StatusOr<uint64_t> ChangeLog::Trim(absl::string_view db, uint64_t keep_entries,
                                          uint64_t min_logged_ms, uint64_t max_scan) {
   absl::MutexLock one(&trim_mu_);
-  Sequencer* seq = GetOrCreate(db);
+  Sequencer* seq = Find(db);
+  if (seq == nullptr) return 0;
   const uint64_t first = seq->trimmed() + 1;
   const uint64_t committed = seq->watermark();
   if (committed < first) return 0;
@@ -175,6 +172,12 @@ absl::StatusOr<uint64_t> ChangeLog::Trim(absl::string_view db, uint64_t keep_ent
   return cut - first + 1;
 }
 
+ChangeLog::Sequencer* ChangeLog::Find(absl::string_view db) {
+  absl::MutexLock lock(&mu_);
+  auto it = dbs_.find(db);
+  return it == dbs_.end() ? nullptr : it->second.get();
+}
+
 ChangeLog::Sequencer* ChangeLog::GetOrCreate(absl::string_view db) {
   absl::MutexLock lock(&mu_);
   auto& slot = dbs_[db];
@@ -196,10 +199,9 @@ void ChangeLog::Append(rocksdb::WriteBatch* batch, absl::string_view db, uint64_
   batch->Put(engine_->cf(Cf::kChangeLog), LogKey(db, seq), value).PermitUncheckedError();
 }
 
-uint64_t ChangeLog::CommittedSeq(absl::string_view db) { return GetOrCreate(db)->watermark(); }
-
-uint64_t ChangeLog::WaitForCommitted(absl::string_view db, uint64_t after, absl::Time deadline) {
-  return GetOrCreate(db)->WaitBeyond(after, deadline);
+uint64_t ChangeLog::CommittedSeq(absl::string_view db) {
+  Sequencer* seq = Find(db);
+  return seq == nullptr ? 0 : seq->watermark();
 }
 
 }  // namespace cairn::storage

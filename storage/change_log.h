@@ -100,9 +100,6 @@ class ChangeLog {
 
   // Every entry at or below this seq is committed (or a gap). 0 when the log is empty.
   uint64_t CommittedSeq(absl::string_view db) ABSL_LOCKS_EXCLUDED(mu_);
-  // Blocks until CommittedSeq(db) > after or the deadline; returns the watermark.
-  uint64_t WaitForCommitted(absl::string_view db, uint64_t after, absl::Time deadline)
-      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Per-database state. Exposed only for Reservation.
   class Sequencer {
@@ -114,7 +111,6 @@ class ChangeLog {
     uint64_t trimmed() const ABSL_LOCKS_EXCLUDED(mu_);
     void set_trimmed(uint64_t t) ABSL_LOCKS_EXCLUDED(mu_);
     uint64_t watermark() const ABSL_LOCKS_EXCLUDED(mu_);
-    uint64_t WaitBeyond(uint64_t after, absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
 
    private:
     ChangeLog* const owner_;
@@ -126,7 +122,10 @@ class ChangeLog {
   };
 
  private:
+  // Only writers (Reserve) create a database's state; queries use Find and treat a missing
+  // one as an empty log, so a name that is only asked about costs nothing for good.
   Sequencer* GetOrCreate(absl::string_view db) ABSL_LOCKS_EXCLUDED(mu_);
+  Sequencer* Find(absl::string_view db) ABSL_LOCKS_EXCLUDED(mu_);  // null if none
 
   Engine* const engine_;
   uint64_t log_id_ = 0;             // set by Recover

@@ -106,12 +106,17 @@ TEST_F(ChangeLogTest, ForgetIdentityTakesANewLogIdAndDropsEveryCursor) {
   EXPECT_EQ(log_->Reserve("db", 1).first(), 4u);
 }
 
-TEST_F(ChangeLogTest, WaitForCommittedReturnsOnDeadline) {
-  EXPECT_EQ(log_->WaitForCommitted("db", 0, absl::Now() + absl::Milliseconds(5)), 0u);
-  auto r = log_->Reserve("db", 1);
-  Commit("db", r);
-  { ChangeLog::Reservation done = std::move(r); }
-  EXPECT_EQ(log_->WaitForCommitted("db", 0, absl::InfiniteFuture()), 1u);
+// Questions about a database with no log (a name a peer put in Subscribe, say) answer 0 and
+// leave nothing behind: only a write creates a database's log state.
+TEST_F(ChangeLogTest, QueriesOfAnUnknownDatabaseCreateNothing) {
+  EXPECT_EQ(log_->CommittedSeq("nope"), 0u);
+  EXPECT_EQ(log_->TrimmedThrough("nope"), 0u);
+  auto trimmed = log_->Trim("nope", 0, UINT64_MAX);
+  ASSERT_OK(trimmed);
+  EXPECT_EQ(*trimmed, 0u);
+  EXPECT_THAT(log_->Databases(), ::testing::Not(::testing::Contains("nope")));
+  { ChangeLog::Reservation r = log_->Reserve("db", 1); }
+  EXPECT_THAT(log_->Databases(), ::testing::ElementsAre("db"));
 }
 
 }  // namespace
