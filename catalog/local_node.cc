@@ -12,6 +12,7 @@ absl::StatusOr<std::unique_ptr<LocalNode>> LocalNode::Open(const std::string& pa
   storage::EngineOptions eo;
   eo.path = path;
   eo.sync_writes = options.sync_writes;
+  eo.tombstone_retention = options.tombstone_retention;
   eo.clock = clock;
   CAIRN_ASSIGN_OR_RETURN(node->engine, storage::Engine::Open(eo));
   if (options.restored)

@@ -20,8 +20,9 @@ struct LocalNodeOptions {
   std::string name = "node-a";
   bool sync_writes = false;
   absl::Duration drop_drain_timeout = absl::Seconds(10);
-  Clock* clock = nullptr;           // null: the system clock
-  FaultRegistry* faults = nullptr;  // null: none
+  absl::Duration tombstone_retention = absl::Hours(24 * 7);  // SPEC D5
+  Clock* clock = nullptr;                                    // null: the system clock
+  FaultRegistry* faults = nullptr;                           // null: none
   // The database is a restored copy: take a new log identity and forget every cursor on a
   // peer's log before anything else (storage::ChangeLog::ForgetIdentity).
   bool restored = false;

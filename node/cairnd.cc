@@ -181,6 +181,7 @@ int Run(const NodeConfig& config) {
   node_options.name = config.name;
   node_options.sync_writes = config.sync_writes;
   node_options.drop_drain_timeout = config.drop_drain_timeout;
+  node_options.tombstone_retention = config.tombstone_retention;
   node_options.faults = config.enable_test_hooks ? &faults : nullptr;
   // A backup's directory (node/backup.h): this start restores it (decision 51).
   absl::StatusOr<std::optional<PendingRestore>> restore = FindPendingRestore(config.data_dir);
@@ -188,8 +189,8 @@ int Run(const NodeConfig& config) {
   node_options.restored = restore->has_value();
   if (node_options.restored) {
     const PendingRestore& r = **restore;
-    if (absl::Status s = CheckRestore(r, absl::Now(), storage::EngineOptions().tombstone_retention,
-                                      config.restore_stale_backup);
+    if (absl::Status s =
+            CheckRestore(r, absl::Now(), config.tombstone_retention, config.restore_stale_backup);
         !s.ok()) {
       return fail("restoring " + config.data_dir, s);
     }

@@ -164,10 +164,16 @@ absl::Status ValidateConfig(const NodeConfig& c) {
   if (c.http_threads < 0 || c.http_threads > 4096) {
     return Error(ErrorCode::kBadRequest, "--http-threads must be between 0 (automatic) and 4096");
   }
-  if (c.log_retention_age <= absl::ZeroDuration() || c.log_retention_age > absl::Hours(24 * 7)) {
+  if (c.tombstone_retention < absl::Hours(1)) {
+    // Shorter than a peer's ordinary absence would let its older writes resurrect deletes.
+    return Error(ErrorCode::kBadRequest, "--tombstone-retention must be at least 1h");
+  }
+  if (c.log_retention_age <= absl::ZeroDuration() || c.log_retention_age > c.tombstone_retention) {
     // The log names rows without their bodies: a logged delete must still have its tombstone.
     return Error(ErrorCode::kBadRequest,
-                 "--log-retention-age must be positive and at most the tombstone retention, 168h");
+                 absl::StrCat("--log-retention-age must be positive and at most the tombstone "
+                              "retention, ",
+                              absl::FormatDuration(c.tombstone_retention)));
   }
   if (c.log_retention_entries == 0) {
     return Error(ErrorCode::kBadRequest, "--log-retention-entries must be positive");
@@ -224,7 +230,7 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   app.add_option("--backup-dir", c.backup_dir,
                  "where create_backup puts backups (default: <data-dir>/backups)");
   app.add_flag("--restore-stale-backup", c.restore_stale_backup,
-               "restore a backup older than the tombstone retention (168h), accepting that rows "
+               "restore a backup older than the tombstone retention, accepting that rows "
                "deleted since may come back");
   app.add_option("--admin-user", c.admin_user, "operations API user (env CAIRN_ADMIN_USER)")
       ->envname("CAIRN_ADMIN_USER")
@@ -237,10 +243,14 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   app.add_option("--log-retention-entries", c.log_retention_entries,
                  "change-log entries kept per database for lagging peers (R12)")
       ->capture_default_str();
-  std::string retention_age = "168h";
-  app.add_option("--log-retention-age", retention_age,
-                 "how long change-log entries are kept, at most 168h (R12, D5)")
+  std::string tombstone_retention = "168h";
+  app.add_option("--tombstone-retention", tombstone_retention,
+                 "how long a delete's tombstone is kept against older writes (D5)")
       ->capture_default_str();
+  std::string retention_age;
+  app.add_option("--log-retention-age", retention_age,
+                 "how long change-log entries are kept, at most the tombstone retention, which "
+                 "is the default (R12, D5)");
   app.add_flag("--enable-test-hooks", c.enable_test_hooks, "allow fault injection operations");
   app.add_option("--fault", c.faults, "NAME=ACTION[@P|@#N] fault point (test hooks only)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -298,7 +308,14 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
     return fail(Error(ErrorCode::kBadRequest, absl::StrCat("--drop-drain-timeout '", drain_timeout,
                                                            "' is not a duration like 10s")));
   }
-  if (!absl::ParseDuration(retention_age, &c.log_retention_age)) {
+  if (!absl::ParseDuration(tombstone_retention, &c.tombstone_retention)) {
+    return fail(
+        Error(ErrorCode::kBadRequest, absl::StrCat("--tombstone-retention '", tombstone_retention,
+                                                   "' is not a duration like 168h")));
+  }
+  if (retention_age.empty()) {
+    c.log_retention_age = c.tombstone_retention;
+  } else if (!absl::ParseDuration(retention_age, &c.log_retention_age)) {
     return fail(Error(ErrorCode::kBadRequest, absl::StrCat("--log-retention-age '", retention_age,
                                                            "' is not a duration like 24h")));
   }

@@ -54,7 +54,10 @@ struct NodeConfig {
   std::vector<std::string> faults;  // --fault NAME=ACTION, only with enable_test_hooks
   bool sync_writes = false;
 
-  // Change-log retention per database (R12); the age stays within the tombstone retention.
+  // How long a delete's tombstone is kept (SPEC D5), from when this node wrote it.
+  absl::Duration tombstone_retention = absl::Hours(24 * 7);
+  // Change-log retention per database (R12); the age stays within the tombstone retention
+  // (the log names rows without their bodies) and defaults to it.
   uint64_t log_retention_entries = 10'000'000;
   absl::Duration log_retention_age = absl::Hours(24 * 7);
 

@@ -272,8 +272,9 @@ void Cluster::TrimLoop() {
         return;
       }
     }
-    const uint64_t oldest_ms = static_cast<uint64_t>(
-        std::max<int64_t>(0, absl::ToUnixMillis(absl::Now() - options_.log_retention_age)));
+    // The log's own clock (the engine's), as it stamps logged_ms and ages tombstones (D5).
+    const uint64_t oldest_ms = static_cast<uint64_t>(std::max<int64_t>(
+        0, absl::ToUnixMillis(node_->engine->clock()->Now() - options_.log_retention_age)));
     for (const std::string& db : node_->log->Databases()) {
       absl::StatusOr<uint64_t> trimmed =
           node_->log->Trim(db, options_.log_retention_entries, oldest_ms);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "storage/keys.h"
 #include "storage/rocksdb_status.h"
@@ -13,12 +14,38 @@ ChangeLog::Reservation::~Reservation() {
   if (seq_ != nullptr && count_ > 0) seq_->Release(first_);
 }
 
-uint64_t ChangeLog::Sequencer::Reserve(uint64_t count) {
+uint64_t ChangeLog::Sequencer::Reserve(uint64_t count, uint64_t now_ms, uint64_t* logged_ms) {
   absl::MutexLock lock(&mu_);
   const uint64_t first = next_;
   next_ += count;
-  pending_.insert(first);
+  *logged_ms = std::max({now_ms, last_logged_ms_, min_next_ms_});
+  last_logged_ms_ = *logged_ms;
+  pending_.emplace(first, *logged_ms);
   return first;
+}
+
+ChangeLog::Sequencer::Bounds ChangeLog::Sequencer::HorizonBounds(uint64_t now_ms) {
+  absl::MutexLock lock(&mu_);
+  // Reservations from now on are logged at or after this.
+  min_next_ms_ = std::max({min_next_ms_, last_logged_ms_, now_ms});
+  uint64_t unsettled = min_next_ms_;
+  for (const auto& [first, logged_ms] : pending_) unsettled = std::min(unsettled, logged_ms);
+  return {watermark_, trimmed_, unsettled};
+}
+
+uint64_t ChangeLog::Sequencer::floor_ms() const {
+  absl::MutexLock lock(&mu_);
+  return floor_ms_;
+}
+
+void ChangeLog::Sequencer::ObserveLogged(uint64_t ms) {
+  absl::MutexLock lock(&mu_);
+  last_logged_ms_ = std::max(last_logged_ms_, ms);
+}
+
+void ChangeLog::Sequencer::set_floor_ms(uint64_t ms) {
+  absl::MutexLock lock(&mu_);
+  floor_ms_ = ms;
 }
 
 void ChangeLog::Sequencer::Release(uint64_t first) {
@@ -26,7 +53,7 @@ void ChangeLog::Sequencer::Release(uint64_t first) {
   {
     absl::MutexLock lock(&mu_);
     pending_.erase(first);
-    const uint64_t w = pending_.empty() ? next_ - 1 : *pending_.begin() - 1;
+    const uint64_t w = pending_.empty() ? next_ - 1 : pending_.begin()->first - 1;
     moved = w != watermark_;
     watermark_ = w;
   }
@@ -65,6 +92,11 @@ absl::Status ChangeLog::ForgetIdentity(Engine* engine) {
 }
 
 absl::Status ChangeLog::Recover() {
+  CAIRN_RETURN_IF_ERROR(RecoverSequences());
+  return RecoverHorizon();
+}
+
+absl::Status ChangeLog::RecoverSequences() {
   {
     std::string value;
     bool found = false;
@@ -95,11 +127,12 @@ absl::Status ChangeLog::Recover() {
     CAIRN_RETURN_IF_ERROR(FromRocks(t->status()));
   }
   // Visit each database's run of keys once: jump to its last key, then past it.
+  const uint64_t now_ms = NowMs();
   auto it = engine_->NewIterator(Cf::kChangeLog);
   absl::MutexLock lock(&mu_);
   if (!dbs_.empty()) return absl::FailedPreconditionError("ChangeLog::Recover called twice");
   for (const auto& [db, through] : trimmed) {
-    dbs_[db] = std::make_unique<Sequencer>(this, through);
+    dbs_[db] = std::make_unique<Sequencer>(this, through, now_ms);
     dbs_[db]->set_trimmed(through);
   }
   for (it->SeekToFirst(); it->Valid();) {
@@ -115,12 +148,59 @@ absl::Status ChangeLog::Recover() {
     if (!it->Valid()) break;
     absl::string_view last(it->key().data(), it->key().size());
     const uint64_t through = trimmed.count(db) != 0 ? trimmed[db] : 0;
-    dbs_[db] =
-        std::make_unique<Sequencer>(this, std::max(through, GetBigEndian64(last.substr(nul + 1))));
+    dbs_[db] = std::make_unique<Sequencer>(
+        this, std::max(through, GetBigEndian64(last.substr(nul + 1))), now_ms);
     dbs_[db]->set_trimmed(through);
+    v1::ChangeEntry e;
+    if (e.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+      dbs_[db]->ObserveLogged(e.logged_ms());  // logged_ms keeps not decreasing
+    }
     it->Seek(next_db);
   }
   return FromRocks(it->status());
+}
+
+absl::Status ChangeLog::RecoverHorizon() {
+  for (const std::string& db : Databases()) {
+    CAIRN_RETURN_IF_ERROR(RefreshFloor(db, Find(db)));
+  }
+  PublishHorizon();
+  return absl::OkStatus();
+}
+
+uint64_t ChangeLog::NowMs() const {
+  return static_cast<uint64_t>(std::max<int64_t>(0, absl::ToUnixMillis(engine_->clock()->Now())));
+}
+
+absl::Status ChangeLog::RefreshFloor(absl::string_view db, Sequencer* seq) {
+  // Bounds first: an entry committed after them was pending or not yet reserved, and is
+  // covered by unsettled_ms; one committed before is in the store for the read below.
+  const Sequencer::Bounds b = seq->HorizonBounds(NowMs());
+  uint64_t floor = b.unsettled_ms;
+  if (b.watermark > b.trimmed) {
+    // The first retained entry has the smallest logged_ms of those committed.
+    auto it = engine_->NewIterator(Cf::kChangeLog, nullptr, LogKey(db, b.watermark + 1));
+    it->Seek(ToSlice(LogKey(db, b.trimmed + 1)));
+    if (it->Valid()) {
+      v1::ChangeEntry e;
+      if (!e.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+        return absl::DataLossError(absl::StrCat("unreadable change-log entry of '", db, "'"));
+      }
+      floor = std::min<uint64_t>(floor, e.logged_ms());
+    }
+    CAIRN_RETURN_IF_ERROR(FromRocks(it->status()));
+  }
+  seq->set_floor_ms(floor);
+  return absl::OkStatus();
+}
+
+void ChangeLog::PublishHorizon() {
+  uint64_t horizon = NowMs();  // no log at all: nothing logged before now is named
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [db, seq] : dbs_) horizon = std::min(horizon, seq->floor_ms());
+  }
+  engine_->SetTombstoneHorizon(static_cast<int64_t>(std::min<uint64_t>(horizon, INT64_MAX)));
 }
 
 std::vector<std::string> ChangeLog::Databases() {
@@ -141,6 +221,17 @@ absl::StatusOr<uint64_t> ChangeLog::Trim(absl::string_view db, uint64_t keep_ent
   absl::MutexLock one(&trim_mu_);
   Sequencer* seq = Find(db);
   if (seq == nullptr) return 0;
+  CAIRN_ASSIGN_OR_RETURN(uint64_t trimmed,
+                         TrimLocked(db, seq, keep_entries, min_logged_ms, max_scan));
+  // Whether or not anything went, the horizon moves with time (an idle log's floor is now).
+  CAIRN_RETURN_IF_ERROR(RefreshFloor(db, seq));
+  PublishHorizon();
+  return trimmed;
+}
+
+absl::StatusOr<uint64_t> ChangeLog::TrimLocked(absl::string_view db, Sequencer* seq,
+                                               uint64_t keep_entries, uint64_t min_logged_ms,
+                                               uint64_t max_scan) {
   const uint64_t first = seq->trimmed() + 1;
   const uint64_t committed = seq->watermark();
   if (committed < first) return 0;
@@ -181,14 +272,17 @@ ChangeLog::Sequencer* ChangeLog::Find(absl::string_view db) {
 ChangeLog::Sequencer* ChangeLog::GetOrCreate(absl::string_view db) {
   absl::MutexLock lock(&mu_);
   auto& slot = dbs_[db];
-  if (slot == nullptr) slot = std::make_unique<Sequencer>(this, 0);
+  // Its floor is now: below every logged_ms it will give, above no published horizon.
+  if (slot == nullptr) slot = std::make_unique<Sequencer>(this, 0, NowMs());
   return slot.get();
 }
 
 ChangeLog::Reservation ChangeLog::Reserve(absl::string_view db, uint64_t count) {
   if (count == 0) return Reservation();
   Sequencer* seq = GetOrCreate(db);
-  return Reservation(seq, seq->Reserve(count), count);
+  uint64_t logged_ms = 0;
+  const uint64_t first = seq->Reserve(count, NowMs(), &logged_ms);
+  return Reservation(seq, first, count, logged_ms);
 }
 
 void ChangeLog::Append(rocksdb::WriteBatch* batch, absl::string_view db, uint64_t seq,

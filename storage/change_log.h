@@ -13,14 +13,20 @@
 // restart below a peer's cursor, even when every entry is gone. A reader that finds its
 // position at or below TrimmedThrough() has lost entries and must fall back to a full copy.
 //
+// Tombstone horizon (SPEC D5): a reservation stamps its entries' logged_ms from the engine's
+// clock, under the database's lock and never below an earlier one, so logged_ms does not
+// decrease with seq. After Recover() and each Trim() the log tells the engine the smallest
+// logged_ms any retained or future entry can have (Engine::SetTombstoneHorizon); compaction
+// purges only tombstones logged before it, so no tombstone goes while its entry is retained.
+//
 // Thread-safe. Lock order: ChangeLog::mu_ before Sequencer::mu_; the commit listener is
 // called with neither held.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -63,7 +69,8 @@ class ChangeLog {
   // Entries at or below this seq were trimmed (0: none).
   uint64_t TrimmedThrough(absl::string_view db) ABSL_LOCKS_EXCLUDED(mu_);
   // Deletes the oldest committed entries of `db` beyond the newest `keep_entries`, and those
-  // logged before `min_logged_ms` (up to `max_scan` of them per call). Returns how many.
+  // logged before `min_logged_ms` (up to `max_scan` of them per call), then moves the
+  // tombstone horizon. Returns how many entries went.
   absl::StatusOr<uint64_t> Trim(absl::string_view db, uint64_t keep_entries, uint64_t min_logged_ms,
                                 uint64_t max_scan = 100000) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -74,7 +81,10 @@ class ChangeLog {
    public:
     Reservation() = default;
     Reservation(Reservation&& other) noexcept
-        : seq_(other.seq_), first_(other.first_), count_(other.count_) {
+        : seq_(other.seq_),
+          first_(other.first_),
+          count_(other.count_),
+          logged_ms_(other.logged_ms_) {
       other.seq_ = nullptr;
     }
     Reservation& operator=(Reservation&&) = delete;
@@ -82,14 +92,17 @@ class ChangeLog {
     ~Reservation();
     uint64_t first() const { return first_; }
     uint64_t count() const { return count_; }
+    // The logged_ms of these entries (ChangeEntry.logged_ms, and a tombstone's, D5).
+    uint64_t logged_ms() const { return logged_ms_; }
 
    private:
     friend class ChangeLog;
-    Reservation(Sequencer* seq, uint64_t first, uint64_t count)
-        : seq_(seq), first_(first), count_(count) {}
+    Reservation(Sequencer* seq, uint64_t first, uint64_t count, uint64_t logged_ms)
+        : seq_(seq), first_(first), count_(count), logged_ms_(logged_ms) {}
     Sequencer* seq_ = nullptr;
     uint64_t first_ = 0;
     uint64_t count_ = 0;
+    uint64_t logged_ms_ = 0;
   };
 
   Reservation Reserve(absl::string_view db, uint64_t count) ABSL_LOCKS_EXCLUDED(mu_);
@@ -104,21 +117,43 @@ class ChangeLog {
   // Per-database state. Exposed only for Reservation.
   class Sequencer {
    public:
-    Sequencer(ChangeLog* owner, uint64_t last)
-        : owner_(owner), next_(last + 1), watermark_(last), trimmed_(0) {}
-    uint64_t Reserve(uint64_t count) ABSL_LOCKS_EXCLUDED(mu_);
+    Sequencer(ChangeLog* owner, uint64_t last, uint64_t now_ms)
+        : owner_(owner),
+          next_(last + 1),
+          watermark_(last),
+          trimmed_(0),
+          min_next_ms_(now_ms),
+          floor_ms_(now_ms) {}
+    // The first seq of `count`, and their logged_ms (from `now_ms`, never below an earlier
+    // reservation's or a horizon already published).
+    uint64_t Reserve(uint64_t count, uint64_t now_ms, uint64_t* logged_ms) ABSL_LOCKS_EXCLUDED(mu_);
     void Release(uint64_t first) ABSL_LOCKS_EXCLUDED(mu_);
     uint64_t trimmed() const ABSL_LOCKS_EXCLUDED(mu_);
     void set_trimmed(uint64_t t) ABSL_LOCKS_EXCLUDED(mu_);
     uint64_t watermark() const ABSL_LOCKS_EXCLUDED(mu_);
 
+    // For the tombstone horizon: the watermark and trim point now, and a logged_ms at or
+    // below that of every entry pending now or reserved from now on.
+    struct Bounds {
+      uint64_t watermark, trimmed, unsettled_ms;
+    };
+    Bounds HorizonBounds(uint64_t now_ms) ABSL_LOCKS_EXCLUDED(mu_);
+    uint64_t floor_ms() const ABSL_LOCKS_EXCLUDED(mu_);
+    void ObserveLogged(uint64_t ms) ABSL_LOCKS_EXCLUDED(mu_);  // at recovery: the last entry's
+    void set_floor_ms(uint64_t ms) ABSL_LOCKS_EXCLUDED(mu_);
+
    private:
     ChangeLog* const owner_;
     mutable absl::Mutex mu_;
-    uint64_t next_ ABSL_GUARDED_BY(mu_);               // next seq to hand out
-    std::set<uint64_t> pending_ ABSL_GUARDED_BY(mu_);  // first seq of unreleased runs
-    uint64_t watermark_ ABSL_GUARDED_BY(mu_);          // < every pending seq, <= next_ - 1
-    uint64_t trimmed_ ABSL_GUARDED_BY(mu_);            // <= watermark_
+    uint64_t next_ ABSL_GUARDED_BY(mu_);  // next seq to hand out
+    // First seq of each unreleased run -> its logged_ms.
+    std::map<uint64_t, uint64_t> pending_ ABSL_GUARDED_BY(mu_);
+    uint64_t watermark_ ABSL_GUARDED_BY(mu_);           // < every pending seq, <= next_ - 1
+    uint64_t trimmed_ ABSL_GUARDED_BY(mu_);             // <= watermark_
+    uint64_t last_logged_ms_ ABSL_GUARDED_BY(mu_) = 0;  // logged_ms never decreases with seq
+    uint64_t min_next_ms_ ABSL_GUARDED_BY(mu_);         // every later reservation's floor
+    // <= the logged_ms of every entry of this log retained now or logged later.
+    uint64_t floor_ms_ ABSL_GUARDED_BY(mu_);
   };
 
  private:
@@ -126,6 +161,17 @@ class ChangeLog {
   // one as an empty log, so a name that is only asked about costs nothing for good.
   Sequencer* GetOrCreate(absl::string_view db) ABSL_LOCKS_EXCLUDED(mu_);
   Sequencer* Find(absl::string_view db) ABSL_LOCKS_EXCLUDED(mu_);  // null if none
+  uint64_t NowMs() const;                                          // the engine's clock
+  absl::StatusOr<uint64_t> TrimLocked(absl::string_view db, Sequencer* seq, uint64_t keep_entries,
+                                      uint64_t min_logged_ms, uint64_t max_scan)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(trim_mu_);
+  absl::Status RecoverSequences() ABSL_LOCKS_EXCLUDED(mu_);
+  // Publishes the first tombstone horizon (Recover's last step).
+  absl::Status RecoverHorizon() ABSL_LOCKS_EXCLUDED(mu_);
+  // Recomputes `seq`'s floor from its first retained entry and what is pending.
+  absl::Status RefreshFloor(absl::string_view db, Sequencer* seq) ABSL_LOCKS_EXCLUDED(mu_);
+  // Engine::SetTombstoneHorizon(the smallest floor of every database's log).
+  void PublishHorizon() ABSL_LOCKS_EXCLUDED(mu_);
 
   Engine* const engine_;
   uint64_t log_id_ = 0;             // set by Recover

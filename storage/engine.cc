@@ -35,12 +35,15 @@ class CountAddOperator : public rocksdb::AssociativeMergeOperator {
   const char* Name() const override { return "cairn.CountAdd"; }
 };
 
-// Drops delete tombstones older than the retention (SPEC D5). A removed key becomes a
-// deletion marker in RocksDB, so older versions below it stay hidden.
+// Drops delete tombstones older than the retention (SPEC D5), by the local time they were
+// written (the change log's clock), and only those logged before the horizon: no retained
+// log entry names them. A removed key becomes a deletion marker in RocksDB, so older versions
+// below it stay hidden.
 class TombstonePurgeFilter : public rocksdb::CompactionFilter {
  public:
-  TombstonePurgeFilter(Clock* clock, absl::Duration retention)
-      : clock_(clock), retention_(retention) {}
+  TombstonePurgeFilter(Clock* clock, absl::Duration retention,
+                       const std::atomic<int64_t>* horizon_ms)
+      : clock_(clock), retention_(retention), horizon_ms_(horizon_ms) {}
 
   bool Filter(int /*level*/, const rocksdb::Slice& /*key*/, const rocksdb::Slice& value,
               std::string* /*new_value*/, bool* /*value_changed*/) const override {
@@ -48,8 +51,12 @@ class TombstonePurgeFilter : public rocksdb::CompactionFilter {
     if (!rec.ParseFromArray(value.data(), static_cast<int>(value.size())) || !rec.deleted()) {
       return false;
     }
+    // Rows from before logged_ms existed age by their version, as they always did.
+    const int64_t written_ms = rec.logged_ms() != 0
+                                   ? static_cast<int64_t>(rec.logged_ms())
+                                   : static_cast<int64_t>(HybridClock::PhysicalMs(rec.version()));
+    if (written_ms >= horizon_ms_->load(std::memory_order_acquire)) return false;
     const int64_t now_ms = absl::ToUnixMillis(clock_->Now());
-    const int64_t written_ms = static_cast<int64_t>(HybridClock::PhysicalMs(rec.version()));
     return written_ms + absl::ToInt64Milliseconds(retention_) < now_ms;
   }
   const char* Name() const override { return "cairn.TombstonePurge"; }
@@ -57,6 +64,7 @@ class TombstonePurgeFilter : public rocksdb::CompactionFilter {
  private:
   Clock* const clock_;
   const absl::Duration retention_;
+  const std::atomic<int64_t>* const horizon_ms_;  // Engine::tombstone_horizon_ms_
 };
 
 }  // namespace
@@ -78,6 +86,7 @@ int64_t DecodeCount(absl::string_view value) {
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   std::unique_ptr<Engine> engine(new Engine(options));
   Clock* clock = options.clock != nullptr ? options.clock : SystemClock::Default();
+  engine->clock_ = clock;
 
   rocksdb::DBOptions db_options;
   db_options.create_if_missing = true;
@@ -97,7 +106,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& option
       rocksdb::NewBlockBasedTableFactory(table_options));
 
   static CountAddOperator* const count_op = new CountAddOperator();
-  auto purge = std::make_shared<TombstonePurgeFilter>(clock, options.tombstone_retention);
+  auto purge = std::make_shared<TombstonePurgeFilter>(clock, options.tombstone_retention,
+                                                      &engine->tombstone_horizon_ms_);
 
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
   descriptors.emplace_back(rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions());

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -34,9 +35,13 @@ struct EngineOptions {
   bool sync_writes = false;              // fsync every batch (--sync-writes)
   size_t block_cache_bytes = 64 << 20;   // shared by every family
   size_t write_buffer_bytes = 64 << 20;  // shared memtable budget (WriteBufferManager)
-  // Delete tombstones older than this are purged by compaction (SPEC D5).
+  // Delete tombstones older than this are purged by compaction (SPEC D5), measured from when
+  // this node wrote them (StoredRecord.logged_ms), and never while the change log still names
+  // them (SetTombstoneHorizon).
   absl::Duration tombstone_retention = absl::Hours(24 * 7);
-  Clock* clock = nullptr;  // wall clock for the purge; null: system clock
+  // The node's wall clock: tombstone ages and the change log's logged_ms (one clock, D5).
+  // null: the system clock.
+  Clock* clock = nullptr;
 };
 
 // Invariants:
@@ -75,10 +80,25 @@ class Engine {
   // Current sticky error (OK when healthy).
   absl::Status health() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  Clock* clock() const { return clock_; }
+
+  // SPEC D5: every change-log entry still retained was logged at or after `ms` (the change log
+  // says so after each trim). Compaction purges only tombstones logged before it, so none is
+  // purged while a log entry names it. Until first set, no tombstone is purged.
+  void SetTombstoneHorizon(int64_t ms) {
+    tombstone_horizon_ms_.store(ms, std::memory_order_release);
+  }
+  int64_t tombstone_horizon() const {
+    return tombstone_horizon_ms_.load(std::memory_order_acquire);
+  }
+
  private:
   explicit Engine(EngineOptions options) : options_(std::move(options)) {}
 
   const EngineOptions options_;
+  Clock* clock_ = nullptr;  // options_.clock or the system clock
+  // Read by purge_filter_ on compaction threads; declared before db_ so it outlives it.
+  std::atomic<int64_t> tombstone_horizon_ms_{0};
   std::shared_ptr<rocksdb::CompactionFilter> purge_filter_;  // used by db_; declared first
   std::unique_ptr<rocksdb::DB> db_;
   std::array<rocksdb::ColumnFamilyHandle*, kNumCfs> handles_{};

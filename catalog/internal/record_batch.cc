@@ -6,7 +6,6 @@
 
 #include "absl/container/btree_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "catalog/internal/record_codec.h"
 #include "common/fault_points.h"
 #include "common/status.h"
@@ -74,7 +73,6 @@ storage::ChangeLog::Reservation EmitSlots(storage::Engine* engine, storage::Chan
                                           rocksdb::WriteBatch* batch) {
   std::vector<ChangeEntry> entries;
   absl::btree_map<uint64_t, int64_t> count_deltas;
-  const uint64_t logged_ms = static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
   // Keys go into the batch in key order per family: with memtable_insert_hint_per_batch,
   // RocksDB then resumes each insert from the previous one's position in the memtable
   // instead of searching from the top (index keys arrive in no particular order otherwise).
@@ -86,6 +84,10 @@ storage::ChangeLog::Reservation EmitSlots(storage::Engine* engine, storage::Chan
   }
   std::sort(ordered.begin(), ordered.end(),
             [](const Slot* a, const Slot* b) { return a->key < b->key; });
+  // The reservation stamps the entries' logged_ms; a tombstone carries the same, so its age
+  // and its log entry's are one clock (D5).
+  storage::ChangeLog::Reservation seqs = log->Reserve(db, ordered.size());
+  const uint64_t logged_ms = seqs.logged_ms();
   for (const Slot* slot : ordered) {
     const Slot& s = *slot;
     const TableDef& def = *s.def;
@@ -100,8 +102,15 @@ storage::ChangeLog::Reservation EmitSlots(storage::Engine* engine, storage::Chan
     for (std::string& k : gone) index_ops.emplace_back(std::move(k), false);
     for (std::string& k : added) index_ops.emplace_back(std::move(k), true);
     // why ignored (all Put/Delete/Merge below): WriteBatch fails only beyond 4 GiB.
-    batch->Put(engine->cf(Cf::kRecords), ToSlice(s.key), s.next.SerializeAsString())
-        .PermitUncheckedError();
+    if (s.next.deleted()) {
+      storage::v1::StoredRecord tombstone = s.next;
+      tombstone.set_logged_ms(logged_ms);
+      batch->Put(engine->cf(Cf::kRecords), ToSlice(s.key), tombstone.SerializeAsString())
+          .PermitUncheckedError();
+    } else {
+      batch->Put(engine->cf(Cf::kRecords), ToSlice(s.key), s.next.SerializeAsString())
+          .PermitUncheckedError();
+    }
     const int64_t delta = (s.next.deleted() ? 0 : 1) - (s.original_live ? 1 : 0);
     if (delta != 0) count_deltas[def.generation_id()] += delta;
 
@@ -130,7 +139,6 @@ storage::ChangeLog::Reservation EmitSlots(storage::Engine* engine, storage::Chan
                 storage::EncodeCountDelta(delta))
         .PermitUncheckedError();
   }
-  storage::ChangeLog::Reservation seqs = log->Reserve(db, entries.size());
   for (size_t i = 0; i < entries.size(); ++i) log->Append(batch, db, seqs.first() + i, entries[i]);
   return seqs;
 }

@@ -895,6 +895,56 @@ TEST_F(RecordStoreTest, DropAttributeStripResumesWithItsStampAfterACrash) {
   ExpectIndexConsistent("t");
 }
 
+// D5: tombstone age and log age are measured on one clock, the local time a row was logged
+// here, and no tombstone is purged while a retained log entry names it. A peer's delete stamped
+// long ago but applied now is young here; a local delete older than the retention stays until
+// its log entry is trimmed.
+TEST_F(RecordStoreTest, D5_NoTombstoneIsPurgedWhileALogEntryNamesIt) {
+  testing::ManualClock clock;
+  options_.clock = &clock;
+  ASSERT_OK(Reopen());
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  const Hlc gen = Live("db", "t")->created_time();
+  const absl::Duration retention = absl::Hours(24 * 7);  // the default
+  ASSERT_OK(Write("t", json::array({{{"id", "local"}}}), WriteMode::kInsert));
+  ASSERT_OK(records().Delete("db", "t", json::array({"local"})));
+  const Hlc long_ago =
+      HybridClock::Make(absl::ToUnixMillis(clock.Now() - 2 * retention), 0);  // a slow clock
+  ASSERT_OK(Apply({Del("t", "peer", long_ago, "p", gen)}));
+  auto tombstone = [&](const std::string& id) {
+    std::string key;
+    EXPECT_OK(storage::AppendPrimaryKey(id, &key));
+    std::string value;
+    bool found = false;
+    EXPECT_OK(node_->engine->Get(storage::Cf::kRecords,
+                                 storage::RecordKey(Live("db", "t")->generation_id(), key), &value,
+                                 &found));
+    return found;
+  };
+  auto compact = [&] {
+    rocksdb::CompactRangeOptions o;
+    o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+    ASSERT_TRUE(node_->engine->db()
+                    ->CompactRange(o, node_->engine->cf(storage::Cf::kRecords), nullptr, nullptr)
+                    .ok());
+  };
+  compact();
+  EXPECT_TRUE(tombstone("peer")) << "purged by the age of a peer's version";
+  EXPECT_TRUE(tombstone("local"));
+  clock.Advance(retention + absl::Hours(1));
+  compact();
+  EXPECT_TRUE(tombstone("peer")) << "purged while its log entry is retained";
+  EXPECT_TRUE(tombstone("local")) << "purged while its log entry is retained";
+  // The log's own retention (same age) trims the entries; then the tombstones may go.
+  const uint64_t oldest_ms = static_cast<uint64_t>(absl::ToUnixMillis(clock.Now() - retention));
+  auto trimmed = node_->log->Trim("db", UINT64_MAX, oldest_ms);
+  ASSERT_OK(trimmed);
+  EXPECT_EQ(*trimmed, 3u);
+  compact();
+  EXPECT_FALSE(tombstone("peer"));
+  EXPECT_FALSE(tombstone("local"));
+}
+
 // D3, D5 against an oracle. Property: after any sequence of local inserts, upserts, updates,
 // deletes and peer writes over a few keys and values, (1) every record equals the oracle's,
 // (2) the record count is exact, (3) every search by value returns exactly the oracle's

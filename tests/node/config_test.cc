@@ -155,12 +155,36 @@ TEST_F(ConfigTest, BadValuesAreRefusedWithTheirFlag) {
            {{"--name", "n1", "--data-dir", "/x", "--peer-listen", "0.0.0.0:9933"},
             "without an admin password"},
            {{"--name", "n1", "--data-dir", "/x", "--max-body-bytes", "10"}, "--max-body-bytes"},
+           {{"--name", "n1", "--data-dir", "/x", "--tombstone-retention", "1week"},
+            "--tombstone-retention"},
+           {{"--name", "n1", "--data-dir", "/x", "--tombstone-retention", "10m"},
+            "--tombstone-retention"},
+           {{"--name", "n1", "--data-dir", "/x", "--tombstone-retention", "24h",
+             "--log-retention-age", "48h"},
+            "at most the tombstone retention, 24h"},
        }) {
     ParsedCommandLine p = Parse(c.args);
     EXPECT_FALSE(p.run) << c.message;
     EXPECT_NE(p.exit_code, 0);
     EXPECT_THAT(p.message, HasSubstr(c.message));
   }
+}
+
+// SPEC D5: the tombstone retention is configurable, and the log's age follows it unless set
+// below it (the log names rows without their bodies).
+TEST_F(ConfigTest, D5_TombstoneRetentionBoundsTheLogAge) {
+  ParsedCommandLine p = Parse({"--name", "n1", "--data-dir", "/x"});
+  ASSERT_TRUE(p.run) << p.message;
+  EXPECT_EQ(p.config.tombstone_retention, absl::Hours(168));
+  EXPECT_EQ(p.config.log_retention_age, absl::Hours(168));
+  p = Parse({"--name", "n1", "--data-dir", "/x", "--tombstone-retention", "720h"});
+  ASSERT_TRUE(p.run) << p.message;
+  EXPECT_EQ(p.config.tombstone_retention, absl::Hours(720));
+  EXPECT_EQ(p.config.log_retention_age, absl::Hours(720));
+  p = Parse({"--name", "n1", "--data-dir", "/x", "--tombstone-retention", "48h",
+             "--log-retention-age", "12h"});
+  ASSERT_TRUE(p.run) << p.message;
+  EXPECT_EQ(p.config.log_retention_age, absl::Hours(12));
 }
 
 TEST_F(ConfigTest, HelpAndVersionExitZero) {
