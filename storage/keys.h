@@ -10,7 +10,8 @@
 //   meta       meta/next_generation_id             BE64
 //              meta/incarnation                    BE64 (last process incarnation, informational)
 //              count/<generation BE64>             int64 little-endian, merged by addition
-//              strip/<generation BE64><attribute>  empty: a drop_attribute strip to finish
+//              strip/<generation BE64><attribute>  BE64 drop stamp: a drop_attribute strip to
+//                                                  finish (empty: written before stamps)
 //              meta/log_id                         BE64 random: identity of this node's log
 //              logtrim/<db>                        BE64: log entries up to here were trimmed
 //              cursor/<peer>\0<db>                 ReplicaCursor (SPEC R6)
