@@ -146,10 +146,6 @@ absl::Status Catalog::Load() {
       }));
 
   next_generation_id_ = std::max(next_generation_id_, max_generation + 1);
-  auto legacy_strip_stamp = [hlc]() -> Hlc {
-    absl::StatusOr<Hlc> now = hlc->Now();
-    return now.ok() ? *now : kMaxHlc;
-  };
   for (v1::TableRow& row : live) {
     std::vector<AttributeDef> attributes;
     CAIRN_RETURN_IF_ERROR(
@@ -172,9 +168,9 @@ absl::Status Catalog::Load() {
       auto it = engine_->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(prefix));
       for (it->Seek(ToSlice(prefix)); it->Valid(); it->Next()) {
         const absl::string_view value = storage::ToView(it->value());
-        // An empty value was written before drops were stamped: every value stored before
-        // this start belongs to the dropped attribute.
-        Hlc stamp = value.size() == 8 ? storage::GetBigEndian64(value) : legacy_strip_stamp();
+        // An empty value was written before drops were stamped: every value of the name is
+        // taken for the dropped attribute's (decision 57).
+        const Hlc stamp = value.size() == 8 ? storage::GetBigEndian64(value) : kMaxHlc;
         stripping[std::string(storage::ToView(it->key()).substr(prefix.size()))] = stamp;
       }
       CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
@@ -505,11 +501,14 @@ absl::StatusOr<TableRef> Catalog::RemoveAttribute(absl::string_view db, absl::st
   // strip (ResumePendingStrips) with the stamp stored here.
   const std::string name(attribute);
   auto stamp_drop = [&](rocksdb::WriteBatch* b, AttributeStamps* stripping) -> absl::Status {
-    CAIRN_ASSIGN_OR_RETURN(const Hlc stamp, options_.hlc->Now());
+    CAIRN_ASSIGN_OR_RETURN(Hlc stamp, options_.hlc->Now());
+    // One pending strip per name: the later stamp covers an earlier drop's rows too.
+    auto earlier = stripping->find(name);
+    if (earlier != stripping->end()) stamp = std::max(stamp, earlier->second);
     b->Put(engine_->cf(Cf::kMeta), ToSlice(storage::StripKey(generation, name)),
            ToSlice(BigEndian(stamp)))
         .PermitUncheckedError();
-    (*stripping)[name] = stamp;  // a newer stamp covers an older strip of the name too
+    (*stripping)[name] = stamp;
     return absl::OkStatus();
   };
   return ReplaceDefinitionLocked(live, live->row(), std::move(attributes), &batch, nullptr,

@@ -218,7 +218,8 @@ class Catalog {
   // pending in this process (C9: a drop_database retries those), sorted.
   std::vector<std::string> DropNamesOfLocked(absl::string_view db) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // C14: removes the database row unless a table of it is live.
+  // C14: removes the database row unless a table of it is live or a drop of one of its
+  // names is pending.
   absl::Status RemoveDatabaseIfEmpty(absl::string_view db) ABSL_LOCKS_EXCLUDED(mu_);
   void LogDiscardOnceLocked(const TableRef& def, absl::string_view attribute,
                             absl::string_view field, absl::string_view local,

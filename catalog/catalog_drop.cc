@@ -314,6 +314,9 @@ absl::Status Catalog::RemoveDatabaseIfEmpty(absl::string_view db) {
   WriteLock lock(this);
   const DatabaseDef* d = current_->FindDatabase(db);
   if (d == nullptr) return absl::OkStatus();
+  // A drop of one of its names still pending (a concurrent drop that timed out): the
+  // database stays until a retry completes it (C9).
+  if (DropNamesOfLocked(db).size() != d->tables.size()) return absl::OkStatus();
   if (!d->tables.empty()) {
     // A table was created in it meanwhile, or a peer's newer or a node-local table survived
     // (C14): it lives, and so does its database.
@@ -449,11 +452,18 @@ absl::StatusOr<std::vector<std::pair<std::string, PeerDropResult>>> Catalog::App
     WriteLock lock(this);
     tables = DropNamesOfLocked(db);  // live tables and names with a drop pending (C9)
   }
+  // Every table, even after one fails to drain (as DropDatabase).
   std::vector<std::pair<std::string, PeerDropResult>> results;
+  absl::Status first_error;
   for (const std::string& t : tables) {
-    CAIRN_ASSIGN_OR_RETURN(PeerDropResult r, ApplyPeerDrop(db, t, dropped_time));
-    results.emplace_back(t, r);
+    absl::StatusOr<PeerDropResult> r = ApplyPeerDrop(db, t, dropped_time);
+    if (!r.ok()) {
+      if (first_error.ok()) first_error = r.status();
+      continue;
+    }
+    results.emplace_back(t, *r);
   }
+  CAIRN_RETURN_IF_ERROR(first_error);
   CAIRN_RETURN_IF_ERROR(RemoveDatabaseIfEmpty(db));
   return results;
 }

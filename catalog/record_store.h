@@ -92,7 +92,8 @@ class RecordStore {
   // ... of that generation, whatever the name holds now.
   absl::StatusOr<uint64_t> RecordCount(const TableDef& def);
 
-  // drop_attribute: the catalog change, then the values stripped from stored records.
+  // drop_attribute: the catalog change, stamped after every stored version, then the values
+  // stripped from stored records. Reads the generation twice (decision 57).
   absl::Status DropAttribute(absl::string_view db, absl::string_view table,
                              absl::string_view attribute);
   // Finishes every strip a crash interrupted. Call once after opening, before serving.
@@ -119,6 +120,9 @@ class RecordStore {
   absl::StatusOr<uint64_t> PurgeRowsBefore(const TableRef& def, Hlc marker);
 
  private:
+  // The newest version of any row of `def`'s generation (0 if none): a scan, cancelled by a
+  // drop (C9).
+  absl::StatusOr<Hlc> NewestVersion(const TableRef& def);
   // Removes `attribute`'s values from every record of `def`'s generation, then clears its
   // pending strip.
   absl::Status StripAttribute(const TableRef& def, absl::string_view attribute);

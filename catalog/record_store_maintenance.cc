@@ -33,9 +33,35 @@ using storage::v1::StoredRecord;
 
 absl::Status RecordStore::DropAttribute(absl::string_view db, absl::string_view table,
                                         absl::string_view attribute) {
+  CAIRN_ASSIGN_OR_RETURN(TableRef live, Resolve(db, table));
+  // The drop's stamp must be newer than every row of the generation, and this clock has not
+  // necessarily seen them all: after a restart it knows nothing of rows from a peer whose
+  // clock ran ahead. So it first observes the newest stored version. A row this read misses
+  // (committed after it began, in this generation or in one created since) got its version
+  // from this clock, or had it observed, before the stamp is taken (decision 57).
+  CAIRN_ASSIGN_OR_RETURN(const Hlc newest, NewestVersion(live));
+  options_.hlc->Observe(newest);
   CAIRN_ASSIGN_OR_RETURN(TableRef def, catalog_->RemoveAttribute(db, table, attribute));
   CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kStripAfterCatalog));
   return StripAttribute(def, attribute);
+}
+
+absl::StatusOr<Hlc> RecordStore::NewestVersion(const TableRef& def) {
+  CAIRN_ASSIGN_OR_RETURN(Gate::Token token, def->state()->Admit(def->QualifiedName()));
+  internal::ScanCheckpoint checkpoint(*def, options_.faults);  // C9
+  Hlc newest = 0;
+  auto it = engine_->NewIterator(Cf::kRecords, nullptr,
+                                 storage::GenerationPrefix(def->generation_id() + 1));
+  for (it->Seek(ToSlice(storage::GenerationPrefix(def->generation_id()))); it->Valid();
+       it->Next()) {
+    CAIRN_RETURN_IF_ERROR(checkpoint.Visit());
+    StoredRecord rec;
+    if (rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+      newest = std::max<Hlc>(newest, rec.version());
+    }
+  }
+  CAIRN_RETURN_IF_ERROR(IteratorStatus(*it));
+  return newest;
 }
 
 absl::Status RecordStore::ResumePendingStrips() {

@@ -57,7 +57,8 @@ class TombstonePurgeFilter : public rocksdb::CompactionFilter {
                                    : static_cast<int64_t>(HybridClock::PhysicalMs(rec.version()));
     if (written_ms >= horizon_ms_->load(std::memory_order_acquire)) return false;
     const int64_t now_ms = absl::ToUnixMillis(clock_->Now());
-    return written_ms + absl::ToInt64Milliseconds(retention_) < now_ms;
+    // Written as an age, so an infinite retention ("inf") keeps every tombstone.
+    return written_ms < now_ms && now_ms - written_ms > absl::ToInt64Milliseconds(retention_);
   }
   const char* Name() const override { return "cairn.TombstonePurge"; }
 

@@ -566,6 +566,33 @@ TEST_F(CatalogTest, C9_PeerDropRetryCompletesAPendingDrop) {
   }
 }
 
+// C14, C9: a peer's drop_database goes on past a table whose drain times out: the others are
+// retired, the database stays while that drop is pending, and a retry completes both.
+TEST_F(CatalogTest, C14_PeerDropDatabaseGoesOnPastATableThatDoesNotDrain) {
+  options_.drop_drain_timeout = absl::Milliseconds(50);
+  ASSERT_OK(Reopen());
+  ASSERT_OK(catalog().ApplyPeerTable(Peer("a", 100, {{"v", v1::STRING, true}})));
+  ASSERT_OK(catalog().ApplyPeerTable(Peer("b", 100, {{"v", v1::STRING, true}})));
+  const uint64_t gen_a = Live("db", "a")->generation_id();
+  const uint64_t gen_b = Live("db", "b")->generation_id();
+  faults_.Set(fault_points::kWriteBeforeCommit, FaultAction::Block().OnNth(1));
+  auto writer = std::async(std::launch::async, [&] {
+    return Upsert("db", "a", json::array({{{"id", 1}, {"v", "y"}}}));
+  });
+  ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kWriteBeforeCommit, absl::Seconds(30)));
+  EXPECT_THAT(catalog().ApplyPeerDropDatabase("db", 200), HasErrorCode(ErrorCode::kTableDropping));
+  EXPECT_EQ(KeysOfGeneration(gen_b), 0);  // b went
+  EXPECT_NE(snap()->FindDatabase("db"), nullptr);
+  // Nor does a concurrent local drop_database remove it while a's drop is pending.
+  EXPECT_THAT(catalog().DropDatabase("db"), HasErrorCode(ErrorCode::kTableDropping));
+  EXPECT_NE(snap()->FindDatabase("db"), nullptr);
+  faults_.Release(fault_points::kWriteBeforeCommit);
+  EXPECT_OK(writer.get());
+  ASSERT_OK(catalog().ApplyPeerDropDatabase("db", 200));
+  EXPECT_EQ(KeysOfGeneration(gen_a), 0);
+  EXPECT_EQ(snap()->FindDatabase("db"), nullptr);
+}
+
 // C9: the name is free right after step 1; a recreate during the drain is a new generation
 // that the old drop never touches.
 TEST_F(CatalogTest, C9_RecreateDuringDrainIsUntouched) {

@@ -110,7 +110,8 @@ class RecordStoreTest : public CatalogFixture {
         return true;
       });
     });
-    entered.get_future().wait();
+    ASSERT_EQ(entered.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready)
+        << "the scan never reached a row";
     auto drop = std::async(std::launch::async,
                            [&] { return catalog().DropTable(def->database(), def->name()); });
     ASSERT_EVENTUALLY([&] { ASSERT_TRUE(def->state()->dropping()); });
@@ -602,14 +603,19 @@ TEST_F(RecordStoreTest, C8_ApplyRacingAMarkerCannotLeaveADeadRow) {
 // row and purges it; decided before the lock, it would miss it and the dead row would live on.
 TEST_F(RecordStoreTest, C8_MarkerDecidesItsPurgeAfterInFlightAppliesCommit) {
   ASSERT_OK(catalog().ApplyPeerTable({"db", "t", 1000, "id", {{"v", v1::ANY, true}}, false}));
+  std::future<absl::StatusOr<ApplyStats>> apply;
+  std::future<absl::StatusOr<PeerDropResult>> drop;
+  // Declared after the futures, so it runs first: a failed ASSERT releases the parked threads
+  // instead of waiting for them for ever.
+  auto release_all = absl::MakeCleanup([&] { faults_.ClearAll(); });
   faults_.Set(fault_points::kApplyLocked, FaultAction::Block().OnNth(1));
-  auto apply = std::async(std::launch::async, [&] {
+  apply = std::async(std::launch::async, [&] {
     return Apply({Put("t", "old", 10, "p", 500, {{"id", "old"}, {"v", "relayed"}})});
   });
   ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kApplyLocked, absl::Seconds(30)));
   // The marker reaches the fence (the apply holds the schema lock shared) and waits there.
   faults_.Set(fault_points::kSchemaBeforeFence, FaultAction::Block().OnNth(1));
-  auto drop = std::async(std::launch::async, [&] {
+  drop = std::async(std::launch::async, [&] {
     return records().ApplyPeerDrop("db", "t", 800);  // keeps t (1000); row generation 500 dies
   });
   ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kSchemaBeforeFence, absl::Seconds(30)));
@@ -894,6 +900,28 @@ TEST_F(RecordStoreTest, D2_ARecreatedAttributeStartsEmptyWhileItsStripRuns) {
   check();
   ASSERT_OK(Reopen());
   check();
+}
+
+// Decision 57: the drop's stamp is newer than every stored row of the generation, even rows from
+// a peer whose clock ran ahead and that this process (a fresh clock after a restart) has never
+// seen: their values of the dropped attribute go too.
+TEST_F(RecordStoreTest, DropAttributeStripsRowsNewerThanThisProcessKnows) {
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  const Hlc gen = Live("db", "t")->created_time();
+  const Hlc ahead = HybridClock::Make(absl::ToUnixMillis(absl::Now() + absl::Minutes(10)), 0);
+  ASSERT_OK(Write("t", json::array({{{"id", "local"}, {"x", "old"}}}), WriteMode::kInsert));
+  ASSERT_OK(Apply({Put("t", "fast", ahead, "fast-peer", gen, {{"id", "fast"}, {"x", "old"}})}));
+  ASSERT_OK(Reopen());  // a fresh HybridClock, behind the peer's row
+  ASSERT_OK(records().DropAttribute("db", "t", "x"));
+  for (const char* id : {"local", "fast"}) {
+    auto rec = ById("t", json::array({id}));
+    ASSERT_EQ(rec.size(), 1u);
+    EXPECT_FALSE(rec[0].contains("x")) << rec[0].dump();
+  }
+  // Re-created, the attribute starts empty there too.
+  ASSERT_OK(catalog().CreateAttribute("db", "t", {"x", v1::ANY, true}));
+  EXPECT_TRUE(By("t", "x", "old").empty());
+  ExpectIndexConsistent("t");
 }
 
 // Decision 18 with decision 4: a strip interrupted by a crash resumes with the drop's stamp, so

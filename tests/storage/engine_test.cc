@@ -12,12 +12,12 @@ namespace {
 
 class EngineTest : public ::testing::Test {
  protected:
-  void Open() {
+  void Open(absl::Duration retention = absl::Hours(1)) {
     engine_.reset();
     EngineOptions o;
     o.path = dir_.path();
     o.clock = &clock_;
-    o.tombstone_retention = absl::Hours(1);
+    o.tombstone_retention = retention;
     auto e = Engine::Open(o);
     ASSERT_OK(e);
     engine_ = std::move(*e);
@@ -79,6 +79,27 @@ TEST_F(EngineTest, TombstonesArePurgedOnlyAfterRetention) {
   compact();
   EXPECT_FALSE(present("dead"));
   EXPECT_TRUE(present("live"));
+}
+
+// D5 with --tombstone-retention=inf: kept for ever, whatever the age (no overflow).
+TEST_F(EngineTest, AnInfiniteRetentionKeepsEveryTombstone) {
+  Open(absl::InfiniteDuration());
+  engine_->SetTombstoneHorizon(INT64_MAX);
+  v1::StoredRecord r;
+  r.set_version(HybridClock::Make(absl::ToUnixMillis(clock_.Now()), 0));
+  r.set_deleted(true);
+  r.set_logged_ms(static_cast<uint64_t>(absl::ToUnixMillis(clock_.Now())));
+  rocksdb::WriteBatch b;
+  ASSERT_TRUE(b.Put(engine_->cf(Cf::kRecords), "dead", r.SerializeAsString()).ok());
+  ASSERT_OK(engine_->Write(&b));
+  clock_.Advance(absl::Hours(24 * 365 * 30));
+  rocksdb::CompactRangeOptions o;
+  o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  ASSERT_TRUE(engine_->db()->CompactRange(o, engine_->cf(Cf::kRecords), nullptr, nullptr).ok());
+  std::string v;
+  bool found = false;
+  ASSERT_OK(engine_->Get(Cf::kRecords, "dead", &v, &found));
+  EXPECT_TRUE(found);
 }
 
 TEST_F(EngineTest, IteratorHonoursUpperBound) {
