@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "catalog/catalog.h"
 #include "catalog/record_store.h"
 #include "common/fault.h"
+#include "common/fault_points.h"
 #include "nlohmann/json.hpp"
 #include "storage/keys.h"
 #include "tests/testing/local_node.h"
@@ -70,6 +72,19 @@ class CatalogFixture : public ::testing::Test {
     s.table = table;
     s.primary_key = "id";
     return s;
+  }
+
+  // Starts an upsert of `records` into db.table that parks at records.write.before_commit,
+  // holding its admission token (what a drop's drain waits for, C9), and returns once it is
+  // parked. faults_.Release(fault_points::kWriteBeforeCommit) lets it commit.
+  std::future<absl::StatusOr<WriteResult>> HoldWrite(const std::string& db,
+                                                     const std::string& table,
+                                                     nlohmann::json records) {
+    faults_.Set(fault_points::kWriteBeforeCommit, FaultAction::Block().OnNth(1));
+    auto write = std::async(std::launch::async,
+                            [this, db, table, records] { return Upsert(db, table, records); });
+    EXPECT_TRUE(faults_.WaitUntilBlocked(fault_points::kWriteBeforeCommit, absl::Seconds(30)));
+    return write;
   }
 
   // Polls until the drop of `def`'s generation has closed its gate (SPEC C9 step 2 begun).

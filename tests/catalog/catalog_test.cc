@@ -425,11 +425,7 @@ TEST_F(CatalogTest, C11_PeerDefinitionDoesNotTouchANodeLocalTable) {
 TEST_F(CatalogTest, C9_DropWaitsForInFlightWriteAndRejectsNewOnes) {
   ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"v"})));
   const uint64_t gen = Live("db", "t")->generation_id();
-  faults_.Set(fault_points::kWriteBeforeCommit, FaultAction::Block().OnNth(1));
-  auto writer = std::async(std::launch::async, [&] {
-    return Upsert("db", "t", json::array({{{"id", "k"}, {"v", "x"}}}));
-  });
-  ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kWriteBeforeCommit, absl::Seconds(30)));
+  auto writer = HoldWrite("db", "t", json::array({{{"id", "k"}, {"v", "x"}}}));
   auto drop = std::async(std::launch::async, [&] { return catalog().DropTable("db", "t"); });
   // Step 1 done: the table left the snapshot; new writes and reads are refused.
   ASSERT_EVENTUALLY(
@@ -450,11 +446,7 @@ TEST_F(CatalogTest, C9_DropIsolatedFromOtherTables) {
   ASSERT_OK(catalog().CreateTable(Spec("db", "a", {"v"})));
   ASSERT_OK(catalog().CreateTable(Spec("db", "b", {"v"})));
   ASSERT_OK(catalog().CreateTable(Spec("db", "c", {"v"})));
-  faults_.Set(fault_points::kWriteBeforeCommit, FaultAction::Block().OnNth(1));
-  auto held = std::async(std::launch::async, [&] {
-    return Upsert("db", "a", json::array({{{"id", 1}}}));
-  });
-  ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kWriteBeforeCommit, absl::Seconds(30)));
+  auto held = HoldWrite("db", "a", json::array({{{"id", 1}}}));
   // Another table drops while a's write is parked.
   ASSERT_OK(catalog().DropTable("db", "b"));
   // a's drop drains (waits for the parked write) while c keeps taking writes.
@@ -476,11 +468,7 @@ TEST_F(CatalogTest, C9_DrainTimeoutLeavesTombstoneAndRetryCompletes) {
   ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"v"})));
   ASSERT_OK(Upsert("db", "t", json::array({{{"id", "before"}, {"v", "x"}}})));
   const uint64_t gen = Live("db", "t")->generation_id();
-  faults_.Set(fault_points::kWriteBeforeCommit, FaultAction::Block().OnNth(1));
-  auto writer = std::async(std::launch::async, [&] {
-    return Upsert("db", "t", json::array({{{"id", "during"}, {"v", "y"}}}));
-  });
-  ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kWriteBeforeCommit, absl::Seconds(30)));
+  auto writer = HoldWrite("db", "t", json::array({{{"id", "during"}, {"v", "y"}}}));
   EXPECT_THAT(catalog().DropTable("db", "t"), HasErrorCode(ErrorCode::kTableDropping));
   auto row = StoredRow(gen);
   ASSERT_TRUE(row.has_value());
@@ -508,11 +496,7 @@ TEST_F(CatalogTest, C9_DropDatabaseRetryCompletesAPendingDrop) {
   ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"v"})));
   ASSERT_OK(Upsert("db", "t", json::array({{{"id", "before"}, {"v", "x"}}})));
   const uint64_t gen = Live("db", "t")->generation_id();
-  faults_.Set(fault_points::kWriteBeforeCommit, FaultAction::Block().OnNth(1));
-  auto writer = std::async(std::launch::async, [&] {
-    return Upsert("db", "t", json::array({{{"id", "during"}, {"v", "y"}}}));
-  });
-  ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kWriteBeforeCommit, absl::Seconds(30)));
+  auto writer = HoldWrite("db", "t", json::array({{{"id", "during"}, {"v", "y"}}}));
   EXPECT_THAT(catalog().DropDatabase("db"), HasErrorCode(ErrorCode::kTableDropping));
   EXPECT_NE(snap()->FindDatabase("db"), nullptr);  // kept while a drop of it is pending
   faults_.Release(fault_points::kWriteBeforeCommit);
@@ -537,11 +521,7 @@ TEST_F(CatalogTest, C9_PeerDropRetryCompletesAPendingDrop) {
     const std::string db = whole_database ? "db2" : "db";
     ASSERT_OK(catalog().CreateTable(Spec(db, "t", {"v"})));
     const uint64_t gen = Live(db, "t")->generation_id();
-    faults_.Set(fault_points::kWriteBeforeCommit, FaultAction::Block().OnNth(1));
-    auto writer = std::async(std::launch::async, [&] {
-      return Upsert(db, "t", json::array({{{"id", "during"}, {"v", "y"}}}));
-    });
-    ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kWriteBeforeCommit, absl::Seconds(30)));
+    auto writer = HoldWrite(db, "t", json::array({{{"id", "during"}, {"v", "y"}}}));
     auto first = catalog().DropTable(db, "t");
     EXPECT_THAT(first, HasErrorCode(ErrorCode::kTableDropping));
     const Hlc dropped = snap()->MarkerFor(db, "t");
@@ -575,11 +555,7 @@ TEST_F(CatalogTest, C14_PeerDropDatabaseGoesOnPastATableThatDoesNotDrain) {
   ASSERT_OK(catalog().ApplyPeerTable(Peer("b", 100, {{"v", v1::STRING, true}})));
   const uint64_t gen_a = Live("db", "a")->generation_id();
   const uint64_t gen_b = Live("db", "b")->generation_id();
-  faults_.Set(fault_points::kWriteBeforeCommit, FaultAction::Block().OnNth(1));
-  auto writer = std::async(std::launch::async, [&] {
-    return Upsert("db", "a", json::array({{{"id", 1}, {"v", "y"}}}));
-  });
-  ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kWriteBeforeCommit, absl::Seconds(30)));
+  auto writer = HoldWrite("db", "a", json::array({{{"id", 1}, {"v", "y"}}}));
   EXPECT_THAT(catalog().ApplyPeerDropDatabase("db", 200), HasErrorCode(ErrorCode::kTableDropping));
   EXPECT_EQ(KeysOfGeneration(gen_b), 0);  // b went
   EXPECT_NE(snap()->FindDatabase("db"), nullptr);
@@ -597,11 +573,7 @@ TEST_F(CatalogTest, C14_PeerDropDatabaseGoesOnPastATableThatDoesNotDrain) {
 // that the old drop never touches.
 TEST_F(CatalogTest, C9_RecreateDuringDrainIsUntouched) {
   ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"v"})));
-  faults_.Set(fault_points::kWriteBeforeCommit, FaultAction::Block().OnNth(1));
-  auto writer = std::async(std::launch::async, [&] {
-    return Upsert("db", "t", json::array({{{"id", 1}}}));
-  });
-  ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kWriteBeforeCommit, absl::Seconds(30)));
+  auto writer = HoldWrite("db", "t", json::array({{{"id", 1}}}));
   auto drop = std::async(std::launch::async, [&] { return catalog().DropTable("db", "t"); });
   ASSERT_EVENTUALLY([&] { ASSERT_EQ(Live("db", "t"), nullptr); });
   auto recreated = catalog().CreateTable(Spec("db", "t", {"v"}));
@@ -793,11 +765,7 @@ TEST_F(CatalogTest, C12_ConcurrentCatalogMutationsLoseNothing) {
 TEST_F(CatalogTest, C12_TheCatalogLockIsFreeWhileADropDrains) {
   ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"v"})));
   ASSERT_OK(catalog().CreateTable(Spec("db", "u", {"v"})));
-  faults_.Set(fault_points::kWriteBeforeCommit, FaultAction::Block().OnNth(1));
-  auto writer = std::async(std::launch::async, [&] {
-    return Upsert("db", "t", json::array({{{"id", 1}, {"v", "x"}}}));
-  });
-  ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kWriteBeforeCommit, absl::Seconds(30)));
+  auto writer = HoldWrite("db", "t", json::array({{{"id", 1}, {"v", "x"}}}));
   TableRef draining = Live("db", "t");
   auto drop = std::async(std::launch::async, [&] { return catalog().DropTable("db", "t"); });
   WaitUntilDropping(draining);  // step 2 begun: the drop waits for the writer
