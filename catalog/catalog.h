@@ -167,6 +167,7 @@ class Catalog {
   struct PendingDrop {
     TableRef def;
     v1::Tombstone tombstone;
+    int drainers = 0;  // threads in DrainAndFinish for it now (0: stalled, awaiting a retry)
   };
 
   class ABSL_SCOPED_LOCKABLE WriteLock;  // mu_, plus listener calls after unlocking
@@ -212,7 +213,9 @@ class Catalog {
   absl::StatusOr<bool> RecordMarkerLocked(absl::string_view db, absl::string_view table,
                                           Hlc dropped_time, CatalogSnapshot* snap)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::vector<uint64_t> PendingDropsOfLocked(absl::string_view db, absl::string_view table) const
+  // `stalled_only`: only those no thread is draining now (a drain that timed out).
+  std::vector<uint64_t> PendingDropsOfLocked(absl::string_view db, absl::string_view table,
+                                             bool stalled_only = false) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What a drop of database `db` covers: its live tables and every name of it with a drop
   // pending in this process (C9: a drop_database retries those), sorted.

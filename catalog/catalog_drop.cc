@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "catalog/catalog.h"
 #include "catalog/internal/catalog_rows.h"
@@ -87,12 +88,15 @@ absl::Status Catalog::TombstoneLocked(const TableRef& def, bool timed, Hlc dropp
   return absl::OkStatus();
 }
 
-std::vector<uint64_t> Catalog::PendingDropsOfLocked(absl::string_view db,
-                                                    absl::string_view table) const {
+std::vector<uint64_t> Catalog::PendingDropsOfLocked(absl::string_view db, absl::string_view table,
+                                                    bool stalled_only) const {
   mu_.AssertHeld();
   std::vector<uint64_t> out;
   for (const auto& [generation, pending] : pending_drops_) {
-    if (pending.def->database() == db && pending.def->name() == table) out.push_back(generation);
+    if (pending.def->database() == db && pending.def->name() == table &&
+        (!stalled_only || pending.drainers == 0)) {
+      out.push_back(generation);
+    }
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -120,7 +124,14 @@ absl::Status Catalog::DrainAndFinish(const std::vector<uint64_t>& generations) {
       auto it = pending_drops_.find(generation);
       if (it == pending_drops_.end()) continue;  // a concurrent drop finished it
       pending = it->second;
+      ++it->second.drainers;
     }
+    // Until step 3 erases the entry, this thread counts as draining it.
+    auto done_draining = absl::MakeCleanup([this, generation] {
+      absl::MutexLock lock(&mu_);
+      auto it = pending_drops_.find(generation);
+      if (it != pending_drops_.end()) --it->second.drainers;
+    });
     // Step 2, outside every catalog lock: refuse new work, cancel scans, wait for in-flight
     // operations of this generation only.
     const absl::Time drain_start = absl::Now();
@@ -372,7 +383,10 @@ absl::StatusOr<PeerDropResult> Catalog::ApplyPeerDrop(absl::string_view db, absl
     // The decision and the tombstone are one critical section (C8 "re-checked under the
     // catalog lock"): a recreate cannot slip in between.
     WriteLock lock(this);
-    pending = PendingDropsOfLocked(db, table);
+    // Only stalled ones: a drain in progress in another thread (the same drop arriving as a
+    // snapshot marker and as a forwarded drop) finishes or times out on its own; waiting for
+    // it here would only delay this answer.
+    pending = PendingDropsOfLocked(db, table, /*stalled_only=*/true);
     auto live = current_->FindTable(db, table);
     if (!live.ok() || !(*live)->replicate() ||
         !IsDeadGeneration((*live)->created_time(), dropped_time)) {
