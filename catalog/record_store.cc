@@ -239,7 +239,8 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
 
     // 5. One batch: records, index entries, counts, change-log entries (D3, D4).
     rocksdb::WriteBatch batch;
-    storage::ChangeLog::Reservation seqs = EmitSlots(engine_, log_, def->database(), slots, &batch);
+    CAIRN_ASSIGN_OR_RETURN(storage::ChangeLog::Reservation seqs,
+                           EmitSlots(engine_, log_, def->database(), slots, &batch));
     if (seqs.count() == 0) return result;
     CAIRN_RETURN_IF_ERROR(CommitLocal(&batch));
     return result;
@@ -300,7 +301,8 @@ absl::StatusOr<WriteResult> RecordStore::Delete(absl::string_view db, absl::stri
     result.written.push_back(ids[i]);
   }
   rocksdb::WriteBatch batch;
-  storage::ChangeLog::Reservation seqs = EmitSlots(engine_, log_, def->database(), slots, &batch);
+  CAIRN_ASSIGN_OR_RETURN(storage::ChangeLog::Reservation seqs,
+                           EmitSlots(engine_, log_, def->database(), slots, &batch));
   if (seqs.count() == 0) return result;
   CAIRN_RETURN_IF_ERROR(CommitLocal(&batch));
   return result;

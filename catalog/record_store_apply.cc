@@ -240,7 +240,8 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
                rocksdb::Slice())
           .PermitUncheckedError();
     }
-    storage::ChangeLog::Reservation seqs = EmitSlots(engine_, log_, db, slots, &batch);
+    CAIRN_ASSIGN_OR_RETURN(storage::ChangeLog::Reservation seqs,
+                           EmitSlots(engine_, log_, db, slots, &batch));
     if (extra) extra(&batch);
     if (batch.Count() == 0) return stats;
     CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));

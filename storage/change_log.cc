@@ -14,14 +14,38 @@ ChangeLog::Reservation::~Reservation() {
   if (seq_ != nullptr && count_ > 0) seq_->Release(first_);
 }
 
-uint64_t ChangeLog::Sequencer::Reserve(uint64_t count, uint64_t now_ms, uint64_t* logged_ms) {
-  absl::MutexLock lock(&mu_);
-  const uint64_t first = next_;
-  next_ += count;
-  *logged_ms = std::max({now_ms, last_logged_ms_, min_next_ms_});
-  last_logged_ms_ = *logged_ms;
-  pending_.emplace(first, *logged_ms);
-  return first;
+absl::StatusOr<uint64_t> ChangeLog::Sequencer::Reserve(uint64_t count, uint64_t now_ms,
+                                                        uint64_t* logged_ms) {
+  while (true) {
+    uint64_t target = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](Sequencer* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) { return !s->extending_; },
+          this));
+      if (next_ > kMaxSeq - count) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("the change log of '", db_, "' has used every sequence number"));
+      }
+      if (next_ + count - 1 <= durable_) {
+        const uint64_t first = next_;
+        next_ += count;
+        *logged_ms = std::max({now_ms, last_logged_ms_, min_next_ms_});
+        last_logged_ms_ = *logged_ms;
+        pending_.emplace(first, *logged_ms);
+        return first;
+      }
+      // Invariant (2): numbers above the persisted high-water are not handed out. One thread
+      // extends it, outside the lock (a synced write); the others wait for it.
+      extending_ = true;
+      target = next_ + count - 1 + std::min(kHighWaterStep, kMaxSeq - (next_ + count - 1));
+    }
+    absl::Status persisted = owner_->PersistHighWater(db_, target);
+    absl::MutexLock lock(&mu_);
+    extending_ = false;
+    CAIRN_RETURN_IF_ERROR(persisted);
+    durable_ = std::max(durable_, target);
+  }
 }
 
 ChangeLog::Sequencer::Bounds ChangeLog::Sequencer::HorizonBounds(uint64_t now_ms) {
@@ -113,28 +137,24 @@ absl::Status ChangeLog::RecoverSequences() {
       CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
     }
   }
-  // Trim high-water marks first: a log trimmed to nothing still has its sequence.
-  absl::flat_hash_map<std::string, uint64_t> trimmed;
-  {
-    auto t = engine_->NewIterator(Cf::kMeta);
-    for (t->Seek(ToSlice(kLogTrimPrefix));
-         t->Valid() && t->key().starts_with(ToSlice(kLogTrimPrefix)); t->Next()) {
-      if (t->value().size() != 8) return absl::DataLossError("malformed logtrim value");
-      trimmed[std::string(t->key().data() + kLogTrimPrefix.size(),
-                          t->key().size() - kLogTrimPrefix.size())] =
-          GetBigEndian64(absl::string_view(t->value().data(), 8));
+  // Per database: how far it was trimmed, its persisted high-water (R15) and its last entry.
+  struct Found {
+    uint64_t trimmed = 0, high_water = 0, last = 0, last_logged_ms = 0;
+  };
+  absl::flat_hash_map<std::string, Found> found;
+  for (absl::string_view prefix : {kLogTrimPrefix, kLogHighWaterPrefix}) {
+    auto t = engine_->NewIterator(Cf::kMeta, nullptr, PrefixSuccessor(prefix));
+    for (t->Seek(ToSlice(prefix)); t->Valid(); t->Next()) {
+      if (t->value().size() != 8) {
+        return absl::DataLossError(absl::StrCat("malformed ", prefix, " value"));
+      }
+      Found& f = found[ToView(t->key()).substr(prefix.size())];
+      (prefix == kLogTrimPrefix ? f.trimmed : f.high_water) = GetBigEndian64(ToView(t->value()));
     }
     CAIRN_RETURN_IF_ERROR(FromRocks(t->status()));
   }
   // Visit each database's run of keys once: jump to its last key, then past it.
-  const uint64_t now_ms = NowMs();
   auto it = engine_->NewIterator(Cf::kChangeLog);
-  absl::MutexLock lock(&mu_);
-  if (!dbs_.empty()) return absl::FailedPreconditionError("ChangeLog::Recover called twice");
-  for (const auto& [db, through] : trimmed) {
-    dbs_[db] = std::make_unique<Sequencer>(this, through, now_ms);
-    dbs_[db]->set_trimmed(through);
-  }
   for (it->SeekToFirst(); it->Valid();) {
     absl::string_view key(it->key().data(), it->key().size());
     size_t nul = key.find('\0');
@@ -146,18 +166,40 @@ absl::Status ChangeLog::RecoverSequences() {
     next_db.push_back('\x01');  // sorts after every "<db>\0..." key
     it->SeekForPrev(next_db);
     if (!it->Valid()) break;
-    absl::string_view last(it->key().data(), it->key().size());
-    const uint64_t through = trimmed.count(db) != 0 ? trimmed[db] : 0;
-    dbs_[db] = std::make_unique<Sequencer>(
-        this, std::max(through, GetBigEndian64(last.substr(nul + 1))), now_ms);
-    dbs_[db]->set_trimmed(through);
+    Found& f = found[db];
+    f.last = GetBigEndian64(ToView(it->key()).substr(nul + 1));
     v1::ChangeEntry e;
     if (e.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
-      dbs_[db]->ObserveLogged(e.logged_ms());  // logged_ms keeps not decreasing
+      f.last_logged_ms = e.logged_ms();  // logged_ms keeps not decreasing
     }
     it->Seek(next_db);
   }
-  return FromRocks(it->status());
+  CAIRN_RETURN_IF_ERROR(FromRocks(it->status()));
+  const uint64_t now_ms = NowMs();
+  absl::MutexLock lock(&mu_);
+  if (!dbs_.empty()) return absl::FailedPreconditionError("ChangeLog::Recover called twice");
+  for (const auto& [db, f] : found) {
+    // Every number up to the high-water may have been seen by a peer (sent, or passed by a
+    // cursor as a gap): all of them count as settled, and none is handed out again (R15). A
+    // log written before high-waters were kept resumes after its last entry.
+    const uint64_t last = std::max({f.trimmed, f.high_water, f.last});
+    auto seq = std::make_unique<Sequencer>(this, db, last, f.high_water, now_ms);
+    seq->set_trimmed(f.trimmed);
+    seq->ObserveLogged(f.last_logged_ms);
+    dbs_[db] = std::move(seq);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ChangeLog::PersistHighWater(absl::string_view db, uint64_t high_water) {
+  std::string value;
+  PutBigEndian64(high_water, &value);
+  rocksdb::WriteBatch batch;
+  // why ignored: WriteBatch::Put only fails beyond 4 GiB.
+  batch.Put(engine_->cf(Cf::kMeta), ToSlice(LogHighWaterKey(db)), value).PermitUncheckedError();
+  // Synced whatever --sync-writes says: a lost high-water after a power loss would hand out
+  // again numbers a peer has already passed (R15), one sync per kHighWaterStep numbers.
+  return engine_->SyncedWrite(&batch);
 }
 
 absl::Status ChangeLog::RecoverHorizon() {
@@ -273,15 +315,15 @@ ChangeLog::Sequencer* ChangeLog::GetOrCreate(absl::string_view db) {
   absl::MutexLock lock(&mu_);
   auto& slot = dbs_[db];
   // Its floor is now: below every logged_ms it will give, above no published horizon.
-  if (slot == nullptr) slot = std::make_unique<Sequencer>(this, 0, NowMs());
+  if (slot == nullptr) slot = std::make_unique<Sequencer>(this, std::string(db), 0, 0, NowMs());
   return slot.get();
 }
 
-ChangeLog::Reservation ChangeLog::Reserve(absl::string_view db, uint64_t count) {
+absl::StatusOr<ChangeLog::Reservation> ChangeLog::Reserve(absl::string_view db, uint64_t count) {
   if (count == 0) return Reservation();
   Sequencer* seq = GetOrCreate(db);
   uint64_t logged_ms = 0;
-  const uint64_t first = seq->Reserve(count, NowMs(), &logged_ms);
+  CAIRN_ASSIGN_OR_RETURN(const uint64_t first, seq->Reserve(count, NowMs(), &logged_ms));
   return Reservation(seq, first, count, logged_ms);
 }
 

@@ -6,7 +6,8 @@
 // *committed watermark*: the highest seq such that every reservation at or below it has been
 // released. Readers (the peer senders) stream only up to the watermark, so they never skip
 // an entry that commits late. A reservation released without a commit leaves a gap, which
-// readers simply do not find.
+// readers simply do not find; its numbers are never handed out again, not even after a
+// restart (invariant 2).
 //
 // Retention (SPEC R12): Trim() deletes a database's oldest entries beyond a count or an age
 // and records how far it trimmed (storage key logtrim/<db>), so sequence numbers never
@@ -42,8 +43,19 @@
 
 namespace cairn::storage {
 
+// Invariants:
+//  (1) A database's committed watermark never decreases, within a process or across restarts.
+//  (2) No sequence number above the database's persisted high-water (loghw/<db>, a synced
+//      write) is handed out, and Recover() resumes above it: a number a peer may have seen
+//      (sent, or passed by its cursor as a gap of a failed commit) is never reused, even after
+//      a lost unsynced WAL tail (SPEC R15).
 class ChangeLog {
  public:
+  // How far ahead of the numbers in use the high-water is persisted: one synced write per
+  // this many sequence numbers of a database, and one per database after each restart.
+  static constexpr uint64_t kHighWaterStep = 1 << 20;
+  static constexpr uint64_t kMaxSeq = UINT64_MAX - 1;
+
   explicit ChangeLog(Engine* engine) : engine_(engine) {}
 
   // Reads the last sequence number of every database's log and the log id (creating it on a
@@ -105,7 +117,10 @@ class ChangeLog {
     uint64_t logged_ms_ = 0;
   };
 
-  Reservation Reserve(absl::string_view db, uint64_t count) ABSL_LOCKS_EXCLUDED(mu_);
+  // Fails only when the high-water cannot be persisted (the engine's write error) or the
+  // log's numbers are used up.
+  absl::StatusOr<Reservation> Reserve(absl::string_view db, uint64_t count)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Adds the entry at `seq` to `batch` (the batch of the write it logs).
   void Append(rocksdb::WriteBatch* batch, absl::string_view db, uint64_t seq,
@@ -117,16 +132,20 @@ class ChangeLog {
   // Per-database state. Exposed only for Reservation.
   class Sequencer {
    public:
-    Sequencer(ChangeLog* owner, uint64_t last, uint64_t now_ms)
+    // `last`: every number up to it is settled; `durable`: the persisted high-water.
+    Sequencer(ChangeLog* owner, std::string db, uint64_t last, uint64_t durable, uint64_t now_ms)
         : owner_(owner),
+          db_(std::move(db)),
           next_(last + 1),
+          durable_(durable),
           watermark_(last),
           trimmed_(0),
           min_next_ms_(now_ms),
           floor_ms_(now_ms) {}
     // The first seq of `count`, and their logged_ms (from `now_ms`, never below an earlier
     // reservation's or a horizon already published).
-    uint64_t Reserve(uint64_t count, uint64_t now_ms, uint64_t* logged_ms) ABSL_LOCKS_EXCLUDED(mu_);
+    absl::StatusOr<uint64_t> Reserve(uint64_t count, uint64_t now_ms, uint64_t* logged_ms)
+        ABSL_LOCKS_EXCLUDED(mu_);
     void Release(uint64_t first) ABSL_LOCKS_EXCLUDED(mu_);
     uint64_t trimmed() const ABSL_LOCKS_EXCLUDED(mu_);
     void set_trimmed(uint64_t t) ABSL_LOCKS_EXCLUDED(mu_);
@@ -144,8 +163,11 @@ class ChangeLog {
 
    private:
     ChangeLog* const owner_;
+    const std::string db_;
     mutable absl::Mutex mu_;
-    uint64_t next_ ABSL_GUARDED_BY(mu_);  // next seq to hand out
+    uint64_t next_ ABSL_GUARDED_BY(mu_);     // next seq to hand out
+    uint64_t durable_ ABSL_GUARDED_BY(mu_);  // persisted high-water, invariant (2)
+    bool extending_ ABSL_GUARDED_BY(mu_) = false;  // a thread is persisting a higher one
     // First seq of each unreleased run -> its logged_ms.
     std::map<uint64_t, uint64_t> pending_ ABSL_GUARDED_BY(mu_);
     uint64_t watermark_ ABSL_GUARDED_BY(mu_);           // < every pending seq, <= next_ - 1
@@ -166,6 +188,8 @@ class ChangeLog {
                                       uint64_t min_logged_ms, uint64_t max_scan)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(trim_mu_);
   absl::Status RecoverSequences() ABSL_LOCKS_EXCLUDED(mu_);
+  // Stores `high_water` as `db`'s high-water, synced (R15).
+  absl::Status PersistHighWater(absl::string_view db, uint64_t high_water);
   // Publishes the first tombstone horizon (Recover's last step).
   absl::Status RecoverHorizon() ABSL_LOCKS_EXCLUDED(mu_);
   // Recomputes `seq`'s floor from its first retained entry and what is pending.

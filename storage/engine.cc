@@ -159,15 +159,24 @@ Engine::~Engine() {
 }
 
 absl::Status Engine::Write(rocksdb::WriteBatch* batch) {
+  // RocksDB 7.8 reuses a batch's per-memtable insert hint for range deletions, which live in
+  // the memtable's other skiplist: with concurrent writers that corrupts it. Batches with a
+  // range delete (drops, purges) go without the hint (EngineTest.BatchesWithRangeDeletes...).
+  return WriteWith(batch->HasDeleteRange() ? no_hint_options_ : write_options_, batch);
+}
+
+absl::Status Engine::SyncedWrite(rocksdb::WriteBatch* batch) {
+  rocksdb::WriteOptions synced = no_hint_options_;
+  synced.sync = true;
+  return WriteWith(synced, batch);
+}
+
+absl::Status Engine::WriteWith(const rocksdb::WriteOptions& options, rocksdb::WriteBatch* batch) {
   {
     absl::MutexLock lock(&mu_);
     if (!bg_error_.ok()) return bg_error_;
   }
-  // RocksDB 7.8 reuses a batch's per-memtable insert hint for range deletions, which live in
-  // the memtable's other skiplist: with concurrent writers that corrupts it. Batches with a
-  // range delete (drops, purges) go without the hint (EngineTest.BatchesWithRangeDeletes...).
-  rocksdb::Status s = batch->HasDeleteRange() ? db_->Write(no_hint_options_, batch)
-                                              : db_->Write(write_options_, batch);
+  rocksdb::Status s = db_->Write(options, batch);
   if (s.ok()) return absl::OkStatus();
   absl::Status err = FromRocks(s);
   absl::MutexLock lock(&mu_);

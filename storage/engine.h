@@ -56,6 +56,9 @@ class Engine {
 
   // Commits `batch` atomically: WAL always on, fsync'd when sync_writes.
   absl::Status Write(rocksdb::WriteBatch* batch) ABSL_LOCKS_EXCLUDED(mu_);
+  // Commits `batch` and fsyncs the WAL whatever sync_writes says: for what must survive a
+  // power loss even on a node that does not sync its records (the log's high-water, R15).
+  absl::Status SyncedWrite(rocksdb::WriteBatch* batch) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Point read. OK with *found = false when absent.
   absl::Status Get(Cf cf, absl::string_view key, std::string* value, bool* found,
@@ -94,6 +97,8 @@ class Engine {
 
  private:
   explicit Engine(EngineOptions options) : options_(std::move(options)) {}
+  absl::Status WriteWith(const rocksdb::WriteOptions& options, rocksdb::WriteBatch* batch)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   const EngineOptions options_;
   Clock* clock_ = nullptr;  // options_.clock or the system clock

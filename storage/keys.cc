@@ -114,6 +114,9 @@ std::string StripKey(uint64_t generation, absl::string_view attribute) {
 }
 
 std::string LogTrimKey(absl::string_view db) { return absl::StrCat(kLogTrimPrefix, db); }
+std::string LogHighWaterKey(absl::string_view db) {
+  return absl::StrCat(kLogHighWaterPrefix, db);
+}
 
 std::string CursorPrefix(absl::string_view peer) {
   std::string k = absl::StrCat(kCursorPrefix, peer);

@@ -75,6 +75,10 @@ inline constexpr absl::string_view kStripPrefix = "strip/";
 inline constexpr absl::string_view kLogIdKey = "meta/log_id";
 std::string LogTrimKey(absl::string_view db);
 inline constexpr absl::string_view kLogTrimPrefix = "logtrim/";
+// "loghw/<db>" -> BE64: no sequence number of <db>'s log above it was ever handed out, and
+// none at or below it is handed out again (SPEC R15). Written synced, before use.
+std::string LogHighWaterKey(absl::string_view db);
+inline constexpr absl::string_view kLogHighWaterPrefix = "loghw/";
 std::string CursorKey(absl::string_view peer, absl::string_view db);
 std::string CursorPrefix(absl::string_view peer);  // "cursor/<peer>\0"
 inline constexpr absl::string_view kCursorPrefix = "cursor/";

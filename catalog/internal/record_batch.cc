@@ -68,9 +68,11 @@ absl::Status LoadSlots(storage::Engine* engine, std::vector<Slot>* slots,
   return absl::OkStatus();
 }
 
-storage::ChangeLog::Reservation EmitSlots(storage::Engine* engine, storage::ChangeLog* log,
-                                          absl::string_view db, const std::vector<Slot>& slots,
-                                          rocksdb::WriteBatch* batch) {
+absl::StatusOr<storage::ChangeLog::Reservation> EmitSlots(storage::Engine* engine,
+                                                          storage::ChangeLog* log,
+                                                          absl::string_view db,
+                                                          const std::vector<Slot>& slots,
+                                                          rocksdb::WriteBatch* batch) {
   std::vector<ChangeEntry> entries;
   absl::btree_map<uint64_t, int64_t> count_deltas;
   // Keys go into the batch in key order per family: with memtable_insert_hint_per_batch,
@@ -86,7 +88,7 @@ storage::ChangeLog::Reservation EmitSlots(storage::Engine* engine, storage::Chan
             [](const Slot* a, const Slot* b) { return a->key < b->key; });
   // The reservation stamps the entries' logged_ms; a tombstone carries the same, so its age
   // and its log entry's are one clock (D5).
-  storage::ChangeLog::Reservation seqs = log->Reserve(db, ordered.size());
+  CAIRN_ASSIGN_OR_RETURN(storage::ChangeLog::Reservation seqs, log->Reserve(db, ordered.size()));
   const uint64_t logged_ms = seqs.logged_ms();
   for (const Slot* slot : ordered) {
     const Slot& s = *slot;

@@ -85,7 +85,8 @@ absl::Status LoadSlots(storage::Engine* engine, std::vector<Slot>* slots,
 // Adds the changed slots to `batch`: record rows, index differences, record counts, and one
 // change-log entry each (D3, D4), under sequence numbers reserved in `db`'s log. The returned
 // reservation must live until the batch has committed (or failed): it holds the watermark.
-storage::ChangeLog::Reservation EmitSlots(storage::Engine* engine, storage::ChangeLog* log,
+// Fails (adding nothing) when the log cannot reserve numbers (ChangeLog::Reserve).
+absl::StatusOr<storage::ChangeLog::Reservation> EmitSlots(storage::Engine* engine, storage::ChangeLog* log,
                                           absl::string_view db, const std::vector<Slot>& slots,
                                           rocksdb::WriteBatch* batch);
 
