@@ -148,9 +148,11 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
     ready = std::move(m);
   }
   if (ready.has_value() && !stream_->Write(*ready)) return false;
-  if (full) {
+  // The window filled: there may be more once it opens. Or the sender stopped before an
+  // entry of a table `snap` lacks (R15): the next round sends a newer snapshot, then it.
+  if (sender->TakeStaleSnapshot() || full) {
     absl::MutexLock lock(&mu_);
-    data_hint_ = true;  // the window filled: there may be more once it opens
+    data_hint_ = true;
   }
   return true;
 }

@@ -88,13 +88,32 @@ std::vector<catalog::TableRef> LogSender::CopyTables(const catalog::CatalogSnaps
   return out;
 }
 
-void LogSender::StartCopy(const catalog::CatalogSnapshot& snap, const std::string& db, Db* state) {
+uint64_t LogSender::LiveGeneration(const catalog::CatalogSnapshot& snap, const std::string& db,
+                                   const std::string& table) {
+  auto def = snap.FindTable(db, table);
+  return def.ok() && (*def)->replicate() ? (*def)->generation_id() : 0;
+}
+
+bool LogSender::StartCopy(const catalog::CatalogSnapshot& snap, const std::string& db, Db* state) {
   // Everything committed up to here is in the copy (as that entry or a newer one); the tail
   // resumes after it. Read the watermark before the rows.
   storage::v1::CopyPosition copy;
   copy.set_target_seq(node_->log->CommittedSeq(db));
+  // R15: every table an entry up to target_seq was written to, if it is still live, must be in
+  // the copy. The catalog now is newer than those writes: when its tables of `db` are the ones
+  // `snap` has, nothing is missing. Otherwise the copy waits for a round with a newer snapshot.
+  const std::vector<catalog::TableRef> tables = CopyTables(snap, db);
+  const catalog::SnapshotRef live = node_->catalog->Snapshot();
+  const std::vector<catalog::TableRef> live_tables = CopyTables(*live, db);
+  if (!std::equal(tables.begin(), tables.end(), live_tables.begin(), live_tables.end(),
+                  [](const catalog::TableRef& a, const catalog::TableRef& b) {
+                    return a->generation_id() == b->generation_id();
+                  })) {
+    stale_snapshot_ = true;
+    return false;
+  }
   uint64_t total = 0;
-  for (const catalog::TableRef& def : CopyTables(snap, db)) {
+  for (const catalog::TableRef& def : tables) {
     auto n = node_->records->RecordCount(*def);
     if (n.ok()) total += *n;
   }
@@ -103,6 +122,7 @@ void LogSender::StartCopy(const catalog::CatalogSnapshot& snap, const std::strin
   state->started = true;
   spdlog::info("[{}] full copy of '{}' to a peer: {} row(s) through seq {} (R7)",
                node_->records->node_name(), db, total, state->copy->target_seq());
+  return true;
 }
 
 absl::StatusOr<bool> LogSender::CopyRows(const catalog::TableDef& def, std::string* after_key,
@@ -136,7 +156,7 @@ absl::StatusOr<bool> LogSender::NextCopy(const catalog::CatalogSnapshot& snap,
   storage::v1::CopyPosition& copy = *state->copy;
   // A resumed copy whose tail the log no longer holds starts over (R7, R12).
   if (copy.target_seq() < node_->log->TrimmedThrough(db)) {
-    StartCopy(snap, db, state);
+    if (!StartCopy(snap, db, state)) return false;
   }
   const std::vector<catalog::TableRef> tables = CopyTables(snap, db);
   size_t bytes = 0;
@@ -173,53 +193,70 @@ absl::StatusOr<bool> LogSender::NextCopy(const catalog::CatalogSnapshot& snap,
   return true;
 }
 
+absl::StatusOr<bool> LogSender::CopyInstead(const catalog::CatalogSnapshot& snap,
+                                            const std::string& db, Db* state,
+                                            peer::v1::ChangeBatch* out) {
+  if (!StartCopy(snap, db, state)) return false;
+  return NextCopy(snap, db, state, out);
+}
+
 absl::StatusOr<bool> LogSender::NextLog(const catalog::CatalogSnapshot& snap, const std::string& db,
                                         Db* state, peer::v1::ChangeBatch* out) {
   const uint64_t committed = node_->log->CommittedSeq(db);
-  if (committed <= state->sent_seq) return false;
+  if (state->sent_seq > committed) {
+    // R15: the peer has passed numbers this log never committed (it lost a tail, or runs on
+    // a copy of its directory). An empty tail would skip whatever is written under them now.
+    spdlog::warn("[{}] a peer's cursor in '{}' ({}) is beyond this node's log ({}); full copy",
+                 node_->records->node_name(), db, state->sent_seq, committed);
+    return CopyInstead(snap, db, state, out);
+  }
+  if (committed == state->sent_seq) return false;
   const uint64_t from = state->sent_seq + 1;
   if (from <= node_->log->TrimmedThrough(db)) {
     // The peer's cursor fell out of retention (R12): a full copy instead (R7).
     spdlog::warn("[{}] a peer's cursor in '{}' ({}) is older than the retained log; full copy",
                  node_->records->node_name(), db, state->sent_seq);
-    StartCopy(snap, db, state);
-    return NextCopy(snap, db, state, out);
+    return CopyInstead(snap, db, state, out);
   }
   // Read entries (from, committed], then the rows they name in one MultiGet. The log holds no
   // bodies: an entry whose row has another version now was superseded by a later entry of
   // the same key (which this stream also carries) and is skipped.
-  std::vector<ChangeEntry> entries;
+  struct Read {
+    uint64_t seq;
+    ChangeEntry entry;
+    uint64_t generation;  // of its table in `snap`; 0: not there (or not replicating)
+  };
+  std::vector<Read> reads;
   std::vector<std::string> keys;
+  std::vector<size_t> keyed;  // index into reads of each key
   uint64_t last = from - 1;
   {
     auto it =
         node_->engine->NewIterator(Cf::kChangeLog, nullptr, storage::LogKey(db, committed + 1));
     size_t scanned = 0;  // bounds the work of a batch whose entries are mostly skipped
     for (it->Seek(ToSlice(storage::LogKey(db, from)));
-         it->Valid() && entries.size() < limits_.max_entries && scanned < 8 * limits_.max_entries;
+         it->Valid() && keys.size() < limits_.max_entries && scanned < 8 * limits_.max_entries;
          it->Next(), ++scanned) {
       last = storage::GetBigEndian64(ToView(it->key()).substr(db.size() + 1));
       ChangeEntry e;
       if (!e.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) continue;
+      // Excluded (R11) or the peer's own writes, which it holds (peer_): relaying them back
+      // doubled every link's traffic. Not for this peer, whatever the catalog says.
+      if (Excluded(db, e.table()) || e.origin() == peer_) continue;
       auto def = snap.FindTable(db, e.table());
-      // Dropped since, node-local (C11) or excluded (R11): not sent. Nor the peer's own
-      // writes, which it holds (peer_): relaying them back doubled every link's traffic.
-      if (!def.ok() || !(*def)->replicate() || Excluded(db, e.table()) || e.origin() == peer_) {
-        continue;
+      Read r{last, std::move(e), def.ok() && (*def)->replicate() ? (*def)->generation_id() : 0};
+      if (r.generation != 0) {
+        keys.push_back(storage::RecordKey(r.generation, r.entry.key()));
+        keyed.push_back(reads.size());
       }
-      keys.push_back(storage::RecordKey((*def)->generation_id(), e.key()));
-      entries.push_back(std::move(e));
+      reads.push_back(std::move(r));
     }
     CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
-    if (!it->Valid()) {
-      CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
-      last = committed;  // the rest up to the watermark are gaps (R5)
-    }
+    if (!it->Valid()) last = committed;  // the rest up to the watermark are gaps (R5)
   }
   if (from <= node_->log->TrimmedThrough(db)) {
     // Trimmed while we read: what we read may have holes. Start over as a full copy.
-    StartCopy(snap, db, state);
-    return NextCopy(snap, db, state, out);
+    return CopyInstead(snap, db, state, out);
   }
   std::vector<rocksdb::Slice> slices;
   slices.reserve(keys.size());
@@ -230,16 +267,38 @@ absl::StatusOr<bool> LogSender::NextLog(const catalog::CatalogSnapshot& snap, co
     node_->engine->db()->MultiGet(rocksdb::ReadOptions(), node_->engine->cf(Cf::kRecords),
                                   keys.size(), slices.data(), values.data(), statuses.data());
   }
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (statuses[i].IsNotFound()) continue;
-    CAIRN_RETURN_IF_ERROR(storage::FromRocks(statuses[i]));
+  std::vector<std::optional<StoredRecord>> rows(reads.size());
+  for (size_t k = 0; k < keys.size(); ++k) {
+    if (statuses[k].IsNotFound()) continue;
+    CAIRN_RETURN_IF_ERROR(storage::FromRocks(statuses[k]));
+    const ChangeEntry& e = reads[keyed[k]].entry;
     StoredRecord rec;
-    if (!rec.ParseFromArray(values[i].data(), static_cast<int>(values[i].size())) ||
-        rec.version() != entries[i].version() || rec.origin() != entries[i].origin()) {
-      continue;  // superseded
+    if (rec.ParseFromArray(values[k].data(), static_cast<int>(values[k].size())) &&
+        rec.version() == e.version() && rec.origin() == e.origin()) {
+      rows[keyed[k]] = std::move(rec);
     }
-    const std::string pk = entries[i].key();
-    RowEntry(entries[i].table(), pk, &rec, out->add_entries());
+  }
+  // An entry with no row to send is skipped only when that is provably right (R15): its
+  // table's generation in `snap` is still the live one (then the row was superseded, or the
+  // table is node-local), or the table is gone. A table created, or dropped and created again,
+  // after `snap` was taken is not in it: the batch ends before that entry, and the next round
+  // sends a newer DB_SCHEMA first.
+  catalog::SnapshotRef live;  // taken after the reads: newer than every entry read
+  for (size_t i = 0; i < reads.size(); ++i) {
+    if (rows[i].has_value()) continue;
+    if (live == nullptr) live = node_->catalog->Snapshot();
+    const uint64_t now = LiveGeneration(*live, db, reads[i].entry.table());
+    auto in_snap = snap.FindTable(db, reads[i].entry.table());
+    if (now == 0 || (in_snap.ok() && (*in_snap)->generation_id() == now)) continue;
+    stale_snapshot_ = true;
+    last = reads[i].seq - 1;
+    reads.resize(i);
+    break;
+  }
+  if (last < from) return false;  // the first entry needs a newer snapshot
+  for (size_t i = 0; i < reads.size(); ++i) {
+    if (rows[i].has_value()) RowEntry(reads[i].entry.table(), reads[i].entry.key(), &*rows[i],
+                                      out->add_entries());
   }
   out->set_database(db);
   out->set_last_seq(last);
@@ -270,7 +329,7 @@ absl::StatusOr<bool> LogSender::NextRefetch(const catalog::CatalogSnapshot& snap
 
 absl::StatusOr<bool> LogSender::Next(const catalog::CatalogSnapshot& snap,
                                      peer::v1::ChangeBatch* out) {
-  if (!subscribed_) return false;
+  if (!subscribed_ || stale_snapshot_) return false;
   // Databases the peer has not heard of get a full copy (R7): every database this node
   // describes (SchemaDatabases) and every one it has logged. A database gets its first log
   // entry only after a table of it was created, so a new one comes with a new snapshot.
@@ -279,14 +338,17 @@ absl::StatusOr<bool> LogSender::Next(const catalog::CatalogSnapshot& snap,
     for (const std::string& db : SchemaDatabases(snap)) dbs_.try_emplace(db);
     for (const std::string& db : node_->log->Databases()) dbs_.try_emplace(db);
   }
+  // R17: refetches get every kRefetchShare-th batch while databases have work, so that
+  // steady writes anywhere do not starve them.
+  if (!refetch_.empty() && ++refetch_turn_ % kRefetchShare == 0) return NextRefetch(snap, out);
   // Round robin, starting after the database served last.
   auto start = dbs_.upper_bound(last_db_);
   for (size_t n = 0; n < dbs_.size(); ++n, ++start) {
     if (start == dbs_.end()) start = dbs_.begin();
     const std::string& db = start->first;
     Db& state = start->second;
-    if (!state.started) StartCopy(snap, db, &state);
     bool produced = false;
+    if (!state.started && !StartCopy(snap, db, &state)) continue;
     if (state.copy.has_value()) {
       CAIRN_ASSIGN_OR_RETURN(produced, NextCopy(snap, db, &state, out));
     } else {

@@ -22,6 +22,7 @@
 #include <deque>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/btree_map.h"
@@ -33,6 +34,9 @@
 #include "replication/schema_sync.h"
 
 namespace cairn::replication {
+
+// One batch in this many goes to refetches while there are any (R17).
+inline constexpr uint64_t kRefetchShare = 4;
 
 struct StreamLimits {
   size_t max_entries = 1000;   // per ChangeBatch
@@ -58,6 +62,11 @@ class LogSender {
   // R14: the peer asks again for every row of these tables (queued behind earlier ones).
   void Refetch(const peer::v1::Refetch& refetch);
 
+  // True (once) when Next stopped before an entry whose table is newer than the snapshot it
+  // was given (R15): the caller sends the peer a newer DB_SCHEMA and calls Next again with it.
+  // Until then Next produces nothing.
+  bool TakeStaleSnapshot() { return std::exchange(stale_snapshot_, false); }
+
  private:
   struct Db {
     uint64_t sent_seq = 0;                          // log position sent through
@@ -73,7 +82,14 @@ class LogSender {
   // The live, replicating, not excluded tables of `db`, in name order.
   std::vector<catalog::TableRef> CopyTables(const catalog::CatalogSnapshot& snap,
                                             const std::string& db) const;
-  void StartCopy(const catalog::CatalogSnapshot& snap, const std::string& db, Db* state);
+  // Starts a full copy of `db` at the current watermark. False (and stale_snapshot_) when
+  // `snap` lacks a table of `db` that the catalog has now: the copy would miss its rows.
+  bool StartCopy(const catalog::CatalogSnapshot& snap, const std::string& db, Db* state);
+  absl::StatusOr<bool> CopyInstead(const catalog::CatalogSnapshot& snap, const std::string& db,
+                                   Db* state, peer::v1::ChangeBatch* out);
+  // The generation id of the live replicating `table` in `snap`, 0 if none.
+  static uint64_t LiveGeneration(const catalog::CatalogSnapshot& snap, const std::string& db,
+                                 const std::string& table);
   // Appends rows of `def` after `*after_key` until the batch is full; true when the table
   // is exhausted. Advances *after_key.
   absl::StatusOr<bool> CopyRows(const catalog::TableDef& def, std::string* after_key,
@@ -97,7 +113,9 @@ class LogSender {
   absl::btree_map<std::string, Db> dbs_;
   uint64_t dbs_version_ = UINT64_MAX;  // the catalog version dbs_ was last completed from
   std::deque<TableCopy> refetch_;
-  std::string last_db_;  // round robin position
+  uint64_t refetch_turn_ = 0;
+  std::string last_db_;          // round robin position
+  bool stale_snapshot_ = false;  // see TakeStaleSnapshot
 };
 
 // What the receiver side reports per peer (cluster_status).

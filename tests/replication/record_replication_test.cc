@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/fault_points.h"
 #include "tests/replication/test_node.h"
 #include "tests/testing/testing.h"
 
@@ -364,6 +365,78 @@ TEST_F(RecordReplicationTest, R14_NothingNewerDiesWithARetiredGeneration) {
       EXPECT_EQ(key.rfind("\"new-", 0), 0u) << n->name() << " " << key;
     }
   }
+}
+
+// R15: an entry whose table is newer than the sender's snapshot of the round is sent after a
+// newer DB_SCHEMA, not skipped. A's writer is parked after reading a batch of t1; meanwhile t2
+// is created and written; the same round then reads t2's entry against its old snapshot.
+TEST_F(RecordReplicationTest, R15_RowsOfATableCreatedDuringASendRoundAreSent) {
+  auto a = NewNode("a"), b = NewNode("b");
+  Link(a.get(), b.get());
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "t1", {"name"})));
+  Upsert(a.get(), "shop", "t1", Rows("k", 0, 1, "x"));
+  ExpectConverged({a.get(), b.get()}, "shop", "t1", 1);
+
+  a->faults().Set(fault_points::kReplSendBatch, FaultAction::Block());
+  Upsert(a.get(), "shop", "t1", Rows("k", 1, 2, "x"));
+  ASSERT_TRUE(a->faults().WaitUntilBlocked(fault_points::kReplSendBatch, absl::Seconds(10)));
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "t2", {"name"})));
+  Upsert(a.get(), "shop", "t2", Rows("k", 42, 43, "y"));
+  a->faults().Release(fault_points::kReplSendBatch);
+  Upsert(a.get(), "shop", "t2", Rows("k", 43, 44, "y"));
+
+  ExpectConverged({a.get(), b.get()}, "shop", "t2", 2);
+  ExpectConverged({a.get(), b.get()}, "shop", "t1", 2);
+}
+
+// R15: the numbers of a failed commit are passed by the peer's cursor (a gap); after the
+// sender restarts they are not handed out again, so nothing written after is skipped.
+TEST_F(RecordReplicationTest, R15_NumbersOfAFailedCommitAreNotReusedAfterARestart) {
+  auto a = NewNode("a"), b = NewNode("b");
+  Link(a.get(), b.get());
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  Upsert(a.get(), "shop", "orders", Rows("k", 1, 2, "x"));
+  ExpectConverged({a.get(), b.get()}, "shop", "orders", 1);
+
+  a->faults().Set(fault_points::kWriteBeforeCommit,
+                  FaultAction::ReturnError(absl::InternalError("injected")));
+  EXPECT_FALSE(
+      a->records().Write("shop", "orders", Rows("k", 2, 4, "lost"), catalog::WriteMode::kUpsert)
+          .ok());
+  a->faults().Clear(fault_points::kWriteBeforeCommit);
+  const uint64_t gap_end = a->local().log->CommittedSeq("shop");
+  ASSERT_GE(gap_end, 3u);
+  ASSERT_EVENTUALLY([&] { ASSERT_EQ(b->StatusOf("a").cursors["shop"], gap_end); });
+
+  a->Stop();
+  a->Start();
+  for (int i = 10; i <= 12; ++i) Upsert(a.get(), "shop", "orders", Rows("k", i, i + 1, "y"));
+  ExpectConverged({a.get(), b.get()}, "shop", "orders", 4);
+}
+
+// R15: a subscriber whose cursor is beyond the sender's log (it lost a tail, say) gets a full
+// copy, not an empty tail that would skip what is written under those numbers.
+TEST_F(RecordReplicationTest, R15_ACursorBeyondTheSendersLogGetsAFullCopy) {
+  auto a = NewNode("a"), b = NewNode("b");
+  Link(a.get(), b.get());
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  Upsert(a.get(), "shop", "orders", Rows("k", 0, 5, "x"));
+  ExpectConverged({a.get(), b.get()}, "shop", "orders", 5);
+
+  b->Isolate();
+  storage::v1::ReplicaCursor cursor;
+  cursor.set_log_id(a->local().log->log_id());
+  cursor.set_seq(a->local().log->CommittedSeq("shop") + (uint64_t{1} << 40));
+  rocksdb::WriteBatch batch;
+  ASSERT_TRUE(batch
+                  .Put(b->local().engine->cf(storage::Cf::kMeta),
+                       storage::ToSlice(storage::CursorKey("a", "shop")),
+                       cursor.SerializeAsString())
+                  .ok());
+  ASSERT_OK(b->local().engine->Write(&batch));
+  Upsert(a.get(), "shop", "orders", Rows("k", 5, 8, "y"));
+  b->Start();
+  ExpectConverged({a.get(), b.get()}, "shop", "orders", 8);
 }
 
 }  // namespace
