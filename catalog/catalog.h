@@ -82,7 +82,9 @@ struct DropStats {
 
 struct DropResult {
   bool timed = false;    // a marker was (or will be) recorded
-  Hlc dropped_time = 0;  // when timed
+  Hlc dropped_time = 0;  // when timed (drop_database: the earliest of its tables' stamps)
+  // drop_database: each table dropped with a marker, and its own stamp (forwarded as is).
+  std::vector<std::pair<std::string, Hlc>> tables;
 };
 
 class Catalog {
@@ -153,6 +155,11 @@ class Catalog {
   // C14: C8 table by table; the database survives if any table does. Results per table.
   absl::StatusOr<std::vector<std::pair<std::string, PeerDropResult>>> ApplyPeerDropDatabase(
       absl::string_view db, Hlc dropped_time) ABSL_LOCKS_EXCLUDED(mu_);
+  // The same, table by table: `stamp_of(table)` is that table's stamp, or nullopt to leave it
+  // alone (R11: a route excludes it); the database then stays.
+  using TableStampFn = std::function<std::optional<Hlc>(const std::string& table)>;
+  absl::StatusOr<std::vector<std::pair<std::string, PeerDropResult>>> ApplyPeerDropDatabase(
+      absl::string_view db, const TableStampFn& stamp_of) ABSL_LOCKS_EXCLUDED(mu_);
 
   DropStats drop_stats() const ABSL_LOCKS_EXCLUDED(mu_);
   // Counts rows a peer's marker retired (the purge of older rows from a kept generation).

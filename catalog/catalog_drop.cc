@@ -312,8 +312,12 @@ absl::StatusOr<DropResult> Catalog::DropDatabase(absl::string_view db, bool time
       continue;
     }
     if (dropped->timed) {
+      // Each table keeps its own stamp (C7): one stamp for all, the latest, would retire on
+      // peers a table created here while the drop went on, which this node keeps.
+      result.dropped_time = result.timed ? std::min(result.dropped_time, dropped->dropped_time)
+                                         : dropped->dropped_time;
       result.timed = true;
-      result.dropped_time = std::max(result.dropped_time, dropped->dropped_time);
+      result.tables.emplace_back(t, dropped->dropped_time);
     }
   }
   CAIRN_RETURN_IF_ERROR(first_error);
@@ -460,6 +464,11 @@ absl::StatusOr<PeerDropResult> Catalog::ApplyPeerDrop(absl::string_view db, absl
 
 absl::StatusOr<std::vector<std::pair<std::string, PeerDropResult>>> Catalog::ApplyPeerDropDatabase(
     absl::string_view db, Hlc dropped_time) {
+  return ApplyPeerDropDatabase(db, [dropped_time](const std::string&) { return dropped_time; });
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, PeerDropResult>>> Catalog::ApplyPeerDropDatabase(
+    absl::string_view db, const TableStampFn& stamp_of) {
   CAIRN_RETURN_IF_ERROR(ValidateDatabaseName(db));
   std::vector<std::string> tables;
   {
@@ -470,7 +479,9 @@ absl::StatusOr<std::vector<std::pair<std::string, PeerDropResult>>> Catalog::App
   std::vector<std::pair<std::string, PeerDropResult>> results;
   absl::Status first_error;
   for (const std::string& t : tables) {
-    absl::StatusOr<PeerDropResult> r = ApplyPeerDrop(db, t, dropped_time);
+    const std::optional<Hlc> stamp = stamp_of(t);
+    if (!stamp.has_value()) continue;  // kept (R11): the database stays with it
+    absl::StatusOr<PeerDropResult> r = ApplyPeerDrop(db, t, *stamp);
     if (!r.ok()) {
       if (first_error.ok()) first_error = r.status();
       continue;

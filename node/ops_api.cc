@@ -302,7 +302,8 @@ absl::StatusOr<Reply> OpsApi::DropDatabase(const Fields& f) const {
   body["replicated"] = json::array();
   if (dropped.timed && options_.cluster != nullptr) {
     body["replicated"] =
-        PeerDropStatuses(options_.cluster->ForwardDropDatabase(db, dropped.dropped_time));
+        PeerDropStatuses(
+        options_.cluster->ForwardDropDatabase(db, dropped.dropped_time, dropped.tables));
   }
   return JsonReply(body);
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <future>
+#include <optional>
 #include <random>
 
 #include "absl/strings/match.h"
@@ -157,40 +158,36 @@ class Cluster::Service final : public peer::v1::Peer::Service {
     }
     if (request->has_drop_database()) {
       const peer::v1::DropDatabase& d = request->drop_database();
-      if (exclusions.AnyIn(d.database())) {
-        // R11: only the tables this route shares; the database stays for the others.
-        bool dropped = false, kept = false;
-        const catalog::DatabaseDef* db = node->catalog->Snapshot()->FindDatabase(d.database());
-        std::vector<std::string> tables;
-        if (db != nullptr) {
-          for (const auto& [name, def] : db->tables) tables.push_back(name);
+      absl::flat_hash_map<std::string, Hlc> stamps;  // C7: each table's own stamp
+      for (const peer::v1::TableStamp& t : d.tables()) stamps[t.table()] = t.dropped_time();
+      const absl::flat_hash_set<std::string> keep(d.keep_tables().begin(), d.keep_tables().end());
+      bool excluded = false;
+      auto stamp_of = [&](const std::string& t) -> std::optional<Hlc> {
+        // R11: neither what this node's route excludes (receiver's side) nor what the
+        // sender's does (sender's side): those tables, and so the database, stay.
+        if (exclusions.Excludes(d.database(), t) || keep.contains(t)) {
+          excluded = true;
+          return std::nullopt;
         }
-        for (const std::string& t : tables) {
-          if (exclusions.Excludes(d.database(), t)) {
-            kept = true;
-            continue;
-          }
-          auto r = node->records->ApplyPeerDrop(d.database(), t, d.dropped_time());
-          if (!r.ok()) return ToGrpc(r.status());
-          dropped |= *r == catalog::PeerDropResult::kDropped;
-          kept |= *r == catalog::PeerDropResult::kKept;
-        }
-        response->set_status(kept ? "kept" : dropped ? "dropped" : "absent");
-        return grpc::Status::OK;
-      }
-      auto results = node->catalog->ApplyPeerDropDatabase(d.database(), d.dropped_time());
+        auto it = stamps.find(t);
+        return it == stamps.end() ? d.dropped_time() : it->second;
+      };
+      auto results = node->catalog->ApplyPeerDropDatabase(d.database(), stamp_of);
       if (!results.ok()) return ToGrpc(results.status());
-      bool dropped = false, kept = false;
+      bool dropped = false, kept = excluded;
       for (const auto& [table, result] : *results) {
         dropped |= result == catalog::PeerDropResult::kDropped;
         if (result == catalog::PeerDropResult::kKept) {
           kept = true;
           // C8: the kept (newer) table loses rows of the generations the drop retires.
-          auto purged = node->records->ApplyPeerDrop(d.database(), table, d.dropped_time());
+          auto purged = node->records->ApplyPeerDrop(d.database(), table, *stamp_of(table));
           if (!purged.ok()) return ToGrpc(purged.status());
         }
       }
       response->set_status(kept ? "kept" : dropped ? "dropped" : "absent");
+      if (excluded) response->set_reason("tables excluded by a route stay (R11)");
+      spdlog::info("[{}] drop of database {} forwarded by {}: {}", cluster_->options().node_name,
+                   d.database(), *peer, response->status());
       return grpc::Status::OK;
     }
     cluster_->CountUnknownMessage();
@@ -641,6 +638,17 @@ std::vector<PeerDropStatus> Cluster::ForwardToAll(const peer::v1::ForwardRequest
       }));
       continue;
     }
+    if (request.has_drop_database() && route.exclude.AnyIn(request.drop_database().database())) {
+      // R11, sender's side: the peer drops the database minus what this route excludes.
+      peer::v1::ForwardRequest narrowed = request;
+      for (const std::string& t : route.exclude.TablesIn(request.drop_database().database())) {
+        narrowed.mutable_drop_database()->add_keep_tables(t);
+      }
+      calls.push_back(std::async(std::launch::async, [this, route, narrowed] {
+        return Forward(route, narrowed);
+      }));
+      continue;
+    }
     calls.push_back(std::async(std::launch::async,
                                [this, route, &request] { return Forward(route, request); }));
   }
@@ -658,10 +666,16 @@ std::vector<PeerDropStatus> Cluster::ForwardDropTable(const std::string& db,
   return ForwardToAll(request);
 }
 
-std::vector<PeerDropStatus> Cluster::ForwardDropDatabase(const std::string& db, Hlc dropped_time) {
+std::vector<PeerDropStatus> Cluster::ForwardDropDatabase(
+    const std::string& db, Hlc dropped_time, const std::vector<std::pair<std::string, Hlc>>& tables) {
   peer::v1::ForwardRequest request;
   request.mutable_drop_database()->set_database(db);
   request.mutable_drop_database()->set_dropped_time(dropped_time);
+  for (const auto& [table, stamp] : tables) {
+    peer::v1::TableStamp* t = request.mutable_drop_database()->add_tables();
+    t->set_table(table);
+    t->set_dropped_time(stamp);
+  }
   return ForwardToAll(request);
 }
 

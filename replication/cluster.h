@@ -133,7 +133,11 @@ class Cluster {
   // next snapshot it receives.
   std::vector<PeerDropStatus> ForwardDropTable(const std::string& db, const std::string& table,
                                                Hlc dropped_time);
-  std::vector<PeerDropStatus> ForwardDropDatabase(const std::string& db, Hlc dropped_time);
+  // `dropped_time` stands for tables not in `tables` (those the origin did not hold); each
+  // table in `tables` is dropped with its own stamp (C7).
+  std::vector<PeerDropStatus> ForwardDropDatabase(
+      const std::string& db, Hlc dropped_time,
+      const std::vector<std::pair<std::string, Hlc>>& tables = {});
 
   std::vector<PeerStatus> Status() const ABSL_LOCKS_EXCLUDED(mu_);
 

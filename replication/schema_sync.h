@@ -26,6 +26,12 @@ class Exclusions {
     return it != tables_.end() && it->second.count(std::string(table)) != 0;
   }
   bool AnyIn(absl::string_view db) const { return tables_.count(std::string(db)) != 0; }
+  // The excluded tables of `db`, sorted.
+  std::vector<std::string> TablesIn(absl::string_view db) const {
+    auto it = tables_.find(std::string(db));
+    return it == tables_.end() ? std::vector<std::string>()
+                               : std::vector<std::string>(it->second.begin(), it->second.end());
+  }
   bool empty() const { return tables_.empty(); }
   // "db.table", sorted.
   std::vector<std::string> List() const;

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "catalog/local_node.h"
+#include "common/fault_points.h"
 #include "grpcpp/grpcpp.h"
 #include "replication/schema_sync.h"
 #include "tests/replication/test_node.h"
@@ -423,6 +424,70 @@ TEST_F(ClusterTest, R11_ExcludedTablesAreNeitherSentNorAccepted) {
       EXPECT_EQ(p.status, "kept") << p.reason;
     }
   }
+}
+
+// R11: a forwarded drop_database leaves the tables the sender's route excludes: the peer's
+// own table of that name, and its rows, are not the sender's to drop.
+TEST_F(ClusterTest, R11_AForwardedDropDatabaseLeavesWhatTheSendersRouteExcludes) {
+  auto a = NewNode("a"), b = NewNode("b");
+  Exclusions secret;
+  secret.Add("d", "secret_t");
+  a->Route(*b, secret);  // b has no route: only a's exclusion protects b's table
+  ASSERT_OK(b->catalog().CreateTable(Spec("d", "secret_t", {"x"})));
+  ASSERT_OK(b->records().Write("d", "secret_t", nlohmann::json::array({{{"id", "k"}, {"x", "v"}}}),
+                               catalog::WriteMode::kUpsert));
+  ASSERT_OK(a->catalog().CreateTable(Spec("d", "shared", {"x"})));
+  ASSERT_EVENTUALLY([&] { ASSERT_NE(b->Table("d", "shared"), nullptr); });
+  ASSERT_EQ(a->Table("d", "secret_t"), nullptr);
+
+  auto dropped = a->catalog().DropDatabase("d");
+  ASSERT_OK(dropped);
+  std::vector<PeerDropStatus> answers =
+      a->cluster().ForwardDropDatabase("d", dropped->dropped_time, dropped->tables);
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].status, "kept") << answers[0].reason;
+  EXPECT_EQ(b->Table("d", "shared"), nullptr);
+  ASSERT_NE(b->Table("d", "secret_t"), nullptr);
+  EXPECT_THAT(LiveKeys(*b, "d", "secret_t"), ElementsAre("\"k\""));
+}
+
+// C14, C7: a forwarded drop_database stamps each table with its own drop. A table created on the
+// origin while the drop went on survives there, and so on the peer: one stamp for all (the
+// latest) would retire it on the peer, and its marker then on the origin too.
+TEST_F(ClusterTest, C14_ATableCreatedDuringADropDatabaseSurvivesOnThePeers) {
+  auto a = NewNode("a"), b = NewNode("b");
+  Link(a.get(), b.get());
+  ASSERT_OK(a->catalog().CreateTable(Spec("d", "a1", {"x"})));
+  ASSERT_OK(a->catalog().CreateTable(Spec("d", "z9", {"x"})));
+  ASSERT_EVENTUALLY([&] { ASSERT_NE(b->Table("d", "z9"), nullptr); });
+
+  // The drop parks after its first table (a1); m5 is created meanwhile, z9 dropped after.
+  a->faults().Set(fault_points::kDropAfterTombstone, FaultAction::Block().Once());
+  std::thread drop([&] {
+    auto dropped = a->catalog().DropDatabase("d");
+    ASSERT_OK(dropped);
+    std::vector<PeerDropStatus> answers =
+        a->cluster().ForwardDropDatabase("d", dropped->dropped_time, dropped->tables);
+    ASSERT_EQ(answers.size(), 1u);
+    EXPECT_EQ(answers[0].status, "kept") << answers[0].reason;  // m5
+  });
+  const bool parked =
+      a->faults().WaitUntilBlocked(fault_points::kDropAfterTombstone, absl::Seconds(10));
+  if (parked) {
+    EXPECT_OK(a->catalog().CreateTable(Spec("d", "m5", {"x"})));
+    // B holds m5 before z9's drop is stamped (no return while the drop is parked).
+    testing::AssertEventually([&] { ASSERT_NE(b->Table("d", "m5"), nullptr); });
+  }
+  a->faults().Release(fault_points::kDropAfterTombstone);
+  drop.join();
+  ASSERT_TRUE(parked);
+  ASSERT_NE(a->Table("d", "m5"), nullptr);
+  ASSERT_EVENTUALLY([&] { ASSERT_NE(b->Table("d", "m5"), nullptr); });
+  EXPECT_EQ(b->Table("d", "a1"), nullptr);
+  EXPECT_EQ(b->Table("d", "z9"), nullptr);
+  ExpectConnectedAndInSync(a.get(), b.get());
+  EXPECT_NE(a->Table("d", "m5"), nullptr);
+  EXPECT_NE(b->Table("d", "m5"), nullptr);
 }
 
 TEST_F(ClusterTest, C14_AForwardedDropDatabaseRetiresOlderTablesAndKeepsNewerOnes) {
