@@ -61,6 +61,8 @@ class HybridClock {
   void Observe(Hlc remote);
   // The last value issued or observed, without advancing.
   Hlc Last() const { return last_.load(std::memory_order_acquire); }
+  // The wall clock this HLC reads (SPEC R16 measures peers' offsets against it).
+  absl::Time WallNow() const { return wall_->Now(); }
 
   static constexpr int kLogicalBits = 16;
   static constexpr Hlc Make(uint64_t physical_ms, uint64_t logical) {

@@ -120,6 +120,25 @@ void AddReplicationMetrics(Metrics* metrics, replication::Cluster* cluster) {
        "peer", per_peer([](const replication::PeerStatus& p) {
          return p.full_copy_active ? p.full_copy_percent : 0.0;
        })});
+  metrics->AddExternalSeries(
+      {"cairn_peer_clock_offset_ms",
+       "The peer's wall clock minus this node's at its last Hello, latency included (R16).",
+       "gauge", "peer", per_peer([](const replication::PeerStatus& p) {
+         return static_cast<double>(p.clock_offset_ms);
+       })});
+  metrics->AddExternal({"cairn_clock_offset_refusals_total",
+                        "Peer links, batches, snapshots and forwarded drops refused because a "
+                        "clock or stamp was ahead of this node's by more than --max-clock-offset "
+                        "(R16).",
+                        "counter", [cluster] {
+                          return static_cast<double>(cluster->clock_bound().refusals());
+                        }});
+  metrics->AddExternalSeries(
+      {"cairn_peer_parked_entries",
+       "Entries from the peer parked until their table is defined here (R17).", "gauge", "peer",
+       per_peer([](const replication::PeerStatus& p) {
+         return static_cast<double>(p.parked_entries);
+       })});
   metrics->AddExternal({"cairn_replication_full_copies_active",
                         "Full copies (R7) this node is receiving.", "gauge", [cluster] {
                           double n = 0;
@@ -231,6 +250,7 @@ int Run(const NodeConfig& config) {
   }
   cluster_options.log_retention_entries = config.log_retention_entries;
   cluster_options.log_retention_age = config.log_retention_age;
+  cluster_options.max_clock_offset = config.max_clock_offset;
   replication::Cluster cluster(node->get(), cluster_options);
   api_options.cluster = &cluster;
   AddReplicationMetrics(&metrics, &cluster);

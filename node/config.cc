@@ -175,6 +175,10 @@ absl::Status ValidateConfig(const NodeConfig& c) {
                               "retention, ",
                               absl::FormatDuration(c.tombstone_retention)));
   }
+  if (c.max_clock_offset < absl::Milliseconds(1)) {
+    // Below the links' own latency every peer would be refused.
+    return Error(ErrorCode::kBadRequest, "--max-clock-offset must be at least 1ms");
+  }
   if (c.log_retention_entries == 0) {
     return Error(ErrorCode::kBadRequest, "--log-retention-entries must be positive");
   }
@@ -251,6 +255,11 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   app.add_option("--log-retention-age", retention_age,
                  "how long change-log entries are kept, at most the tombstone retention, which "
                  "is the default (R12, D5)");
+  std::string max_clock_offset = "500ms";
+  app.add_option("--max-clock-offset", max_clock_offset,
+                 "how far ahead of this node's clock a peer's clock and stamps may be; 'inf' "
+                 "turns the bound off (R16)")
+      ->capture_default_str();
   app.add_flag("--enable-test-hooks", c.enable_test_hooks, "allow fault injection operations");
   app.add_option("--fault", c.faults, "NAME=ACTION[@P|@#N] fault point (test hooks only)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -312,6 +321,10 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
     return fail(
         Error(ErrorCode::kBadRequest, absl::StrCat("--tombstone-retention '", tombstone_retention,
                                                    "' is not a duration like 168h")));
+  }
+  if (!absl::ParseDuration(max_clock_offset, &c.max_clock_offset)) {
+    return fail(Error(ErrorCode::kBadRequest, absl::StrCat("--max-clock-offset '", max_clock_offset,
+                                                           "' is not a duration like 500ms")));
   }
   if (retention_age.empty()) {
     c.log_retention_age = c.tombstone_retention;

@@ -61,6 +61,9 @@ struct NodeConfig {
   uint64_t log_retention_entries = 10'000'000;
   absl::Duration log_retention_age = absl::Hours(24 * 7);
 
+  // SPEC R16: how far ahead of this node's wall clock a peer's clock and stamps may be.
+  absl::Duration max_clock_offset = absl::Milliseconds(500);
+
   uint64_t max_body_bytes = 10 << 20;  // SPEC §5: 10 MiB
   int http_threads = 0;                // 0: sized from the machine (HttpThreadsFor)
   std::string log_level = "info";

@@ -580,6 +580,10 @@ absl::StatusOr<Reply> OpsApi::ClusterStatus(const Fields&) const {
            {"lag_ms", p.lag_ms},
            {"cursors", p.cursors},
            {"last_error", p.last_error},
+           // R16: the peer's clock minus this node's at its last Hello (ms).
+           {"clock_offset_ms", p.clock_offset_ms},
+           // R17: entries from the peer parked until their table is defined here.
+           {"parked_entries", p.parked_entries},
            {"full_copy",
             {{"active", p.full_copy_active},
              {"percent", std::round(p.full_copy_percent * 10) / 10},

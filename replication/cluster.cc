@@ -133,6 +133,10 @@ class Cluster::Service final : public peer::v1::Peer::Service {
                           absl::StrCat("cairn-replicated-from '", from,
                                        "' is not the authenticated peer '", *peer, "'"));
     }
+    // R16: no stamp from the future is applied or observed.
+    if (absl::Status s = cluster_->clock_bound().CheckForward(*request, *peer); !s.ok()) {
+      return ToGrpc(s);
+    }
     catalog::LocalNode* node = cluster_->node();
     const Exclusions exclusions = cluster_->ExclusionsFor(*peer);
     if (request->has_drop_table()) {
@@ -199,7 +203,10 @@ class Cluster::Service final : public peer::v1::Peer::Service {
 };
 
 Cluster::Cluster(catalog::LocalNode* node, ClusterOptions options)
-    : node_(node), options_(std::move(options)), service_(std::make_unique<Service>(this)) {
+    : node_(node),
+      options_(std::move(options)),
+      service_(std::make_unique<Service>(this)),
+      clock_bound_(node_->hlc.get(), options_.max_clock_offset) {
   {
     absl::MutexLock lock(&hook_->mu);
     hook_->cluster = this;
@@ -491,6 +498,11 @@ void Cluster::OnHello(const std::string& peer, const peer::v1::Hello& hello) {
   }
 }
 
+void Cluster::RecordClockOffset(const std::string& peer, int64_t offset_ms) {
+  absl::MutexLock lock(&mu_);
+  peers_[peer].clock_offset_ms = offset_ms;
+}
+
 void Cluster::OnSchema(const std::string& peer, const std::string& db, uint64_t digest) {
   absl::MutexLock lock(&mu_);
   peers_[peer].digests[db] = digest;
@@ -722,6 +734,7 @@ std::vector<PeerStatus> Cluster::Status() const {
     p.last_error = state.last_error;
     p.capabilities = state.capabilities;
     p.digests = state.digests;
+    p.clock_offset_ms = state.clock_offset_ms;
     if (state.receiver != nullptr) {
       for (const auto& session : sessions_) {
         if (session.get() != state.receiver) continue;

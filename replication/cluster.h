@@ -33,6 +33,7 @@
 #include "cairn/peer/v1/peer.grpc.pb.h"
 #include "catalog/local_node.h"
 #include "grpcpp/server_builder.h"
+#include "replication/clock_bound.h"
 #include "replication/schema_sync.h"
 
 namespace cairn::replication {
@@ -67,6 +68,8 @@ struct ClusterOptions {
   uint64_t log_retention_entries = 10'000'000;
   absl::Duration log_retention_age = absl::Hours(24 * 7);
   absl::Duration trim_interval = absl::Seconds(10);
+  // R16: how far ahead of this node's wall clock a peer's clock and stamps may be.
+  absl::Duration max_clock_offset = absl::Milliseconds(500);
 };
 
 // R10: one peer's answer to a forwarded drop.
@@ -94,6 +97,10 @@ struct PeerStatus {
   double full_copy_percent = 0;
   double full_copy_rows_per_s = 0;
   uint64_t entries_received = 0;                   // since the link came up
+  // R16: the peer's wall clock minus ours at its last Hello (ms; one-way latency included).
+  int64_t clock_offset_ms = 0;
+  // R17: its entries parked here until their table is defined, and how old the oldest is.
+  uint64_t parked_entries = 0;
   absl::btree_map<std::string, uint64_t> cursors;  // last applied seq of its log, per database
 };
 
@@ -169,6 +176,11 @@ class Cluster {
   // One link per peer applies its records (R6). True if `s` holds (or now took) the claim.
   bool ClaimReceiver(const std::string& peer, const LinkSession* s) ABSL_LOCKS_EXCLUDED(mu_);
   void ReleaseReceiver(const std::string& peer, const LinkSession* s) ABSL_LOCKS_EXCLUDED(mu_);
+  // R16: checks peers' clocks and stamps; counts refusals.
+  ClockBound& clock_bound() { return clock_bound_; }
+  const ClockBound& clock_bound() const { return clock_bound_; }
+  // The offset a peer's Hello showed (R16), for cluster_status.
+  void RecordClockOffset(const std::string& peer, int64_t offset_ms) ABSL_LOCKS_EXCLUDED(mu_);
   // Counts a LinkMessage this node does not understand (R1).
   void CountUnknownMessage() { unknown_messages_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t unknown_messages() const { return unknown_messages_.load(); }
@@ -182,6 +194,7 @@ class Cluster {
     std::vector<std::string> capabilities;
     absl::btree_map<std::string, uint64_t> digests;  // its last digest per database
     const LinkSession* receiver = nullptr;           // the link that applies its records (R6)
+    int64_t clock_offset_ms = 0;                     // at its last Hello (R16)
   };
 
   void Dial(PeerRoute route);  // the dialer thread of one route; ends when it is removed
@@ -208,6 +221,7 @@ class Cluster {
   std::unique_ptr<Service> service_;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> unknown_messages_{0};
+  ClockBound clock_bound_;
 
   absl::Mutex membership_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // add_node / remove_node, one at a time
   mutable absl::Mutex mu_;

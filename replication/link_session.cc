@@ -50,6 +50,10 @@ absl::StatusOr<bool> LinkSession::ReadHello() {
                                                       " (this node speaks ", kProtocolVersion,
                                                       ")"));
   }
+  if (hello.wall_ms() != 0) {
+    cluster_->RecordClockOffset(peer_, cluster_->clock_bound().OffsetMs(hello.wall_ms()));
+  }
+  CAIRN_RETURN_IF_ERROR(cluster_->clock_bound().CheckHello(hello, peer_));  // R16
   cluster_->OnHello(peer_, hello);
   const auto& caps = hello.capabilities();
   auto has = [&](const char* cap) {
@@ -164,6 +168,7 @@ void LinkSession::WriterLoop() {
   hello.mutable_hello()->add_capabilities(kSchemaCapability);
   hello.mutable_hello()->add_capabilities(kRecordsCapability);
   hello.mutable_hello()->set_log_id(cluster_->node()->log->log_id());
+  hello.mutable_hello()->set_wall_ms(absl::ToUnixMillis(cluster_->node()->hlc->WallNow()));
   if (!stream_->Write(hello)) return;
   {
     // A peer that accepts the stream and never says Hello would hold this link (and its
@@ -193,6 +198,12 @@ void LinkSession::WriterLoop() {
 }
 
 bool LinkSession::ApplyWithRetry(ReceiverState* receiver, const peer::v1::ChangeBatch& batch) {
+  // R16: a batch with a version from the future ends the link, before anything is applied.
+  if (absl::Status s = cluster_->clock_bound().CheckBatch(batch, peer_); !s.ok()) {
+    absl::MutexLock lock(&mu_);
+    applier_error_ = s;
+    return false;
+  }
   absl::Duration backoff = absl::Milliseconds(10);
   for (int attempt = 1;; ++attempt) {
     absl::Status s = receiver->Apply(batch);
@@ -308,7 +319,9 @@ absl::Status LinkSession::Run() {
     switch (m.body_case()) {
       case peer::v1::LinkMessage::kDbSchema: {
         SchemaApplyStats stats;
-        absl::Status s = ApplyDbSchema(cluster_->node()->catalog.get(),
+        // R16 first: nothing of a snapshot with a stamp from the future is applied.
+        absl::Status s = cluster_->clock_bound().CheckSchema(m.db_schema(), peer_);
+        if (s.ok()) s = ApplyDbSchema(cluster_->node()->catalog.get(),
                                        cluster_->node()->records.get(), m.db_schema(), &stats,
                                        cluster_->ExclusionsFor(peer_));  // R11, receiver's side
         if (!s.ok()) {

@@ -162,6 +162,10 @@ TEST_F(ConfigTest, BadValuesAreRefusedWithTheirFlag) {
            {{"--name", "n1", "--data-dir", "/x", "--tombstone-retention", "24h",
              "--log-retention-age", "48h"},
             "at most the tombstone retention, 24h"},
+           {{"--name", "n1", "--data-dir", "/x", "--max-clock-offset", "soon"},
+            "--max-clock-offset"},
+           {{"--name", "n1", "--data-dir", "/x", "--max-clock-offset", "0s"},
+            "--max-clock-offset"},
        }) {
     ParsedCommandLine p = Parse(c.args);
     EXPECT_FALSE(p.run) << c.message;
@@ -185,6 +189,19 @@ TEST_F(ConfigTest, D5_TombstoneRetentionBoundsTheLogAge) {
              "--log-retention-age", "12h"});
   ASSERT_TRUE(p.run) << p.message;
   EXPECT_EQ(p.config.log_retention_age, absl::Hours(12));
+}
+
+// SPEC R16: the maximum clock offset defaults to 500 ms; "inf" turns the bound off.
+TEST_F(ConfigTest, R16_MaxClockOffset) {
+  ParsedCommandLine p = Parse({"--name", "n1", "--data-dir", "/x"});
+  ASSERT_TRUE(p.run) << p.message;
+  EXPECT_EQ(p.config.max_clock_offset, absl::Milliseconds(500));
+  p = Parse({"--name", "n1", "--data-dir", "/x", "--max-clock-offset", "2s"});
+  ASSERT_TRUE(p.run) << p.message;
+  EXPECT_EQ(p.config.max_clock_offset, absl::Seconds(2));
+  p = Parse({"--name", "n1", "--data-dir", "/x", "--max-clock-offset", "inf"});
+  ASSERT_TRUE(p.run) << p.message;
+  EXPECT_EQ(p.config.max_clock_offset, absl::InfiniteDuration());
 }
 
 TEST_F(ConfigTest, HelpAndVersionExitZero) {

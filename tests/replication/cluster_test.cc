@@ -504,6 +504,92 @@ TEST_F(ClusterTest, C14_AForwardedDropDatabaseRetiresOlderTablesAndKeepsNewerOne
   EXPECT_NE(b->Table("inv", "newer"), nullptr);
 }
 
+// ---- R16: the clock bound.
+
+// The system clock shifted by a fixed offset: a node whose clock is wrong.
+class OffsetClock : public Clock {
+ public:
+  explicit OffsetClock(absl::Duration offset) : offset_(offset) {}
+  absl::Time Now() override { return absl::Now() + offset_; }
+
+ private:
+  const absl::Duration offset_;
+};
+
+// R16: a peer whose wall clock is a day ahead is refused at Hello, so nothing of it drags
+// this node's HLC a day ahead (after which every conflict with a partitioned node would be
+// lost to stamps from a day nobody has reached).
+TEST_F(ClusterTest, R16_APeerWhoseClockIsFarAheadIsRefusedAtHello) {
+  OffsetClock ahead(absl::Hours(24));
+  auto a = NewNode("a");
+  auto b = std::make_unique<TestNode>("b", dir_.Sub("b"), "s3cret");
+  b->set_clock(&ahead);
+  b->Start();
+  ASSERT_OK(b->catalog().CreateTable(Spec("shop", "orders", {"x"})));
+  ASSERT_OK(b->records().Write("shop", "orders", nlohmann::json::array({{{"id", "k"}}}),
+                               catalog::WriteMode::kUpsert));
+  Link(a.get(), b.get());
+  ASSERT_EVENTUALLY([&] {
+    const PeerStatus s = a->StatusOf("b");
+    ASSERT_THAT(s.last_error, ::testing::HasSubstr("FAILED_PRECONDITION"));
+    ASSERT_THAT(s.last_error, ::testing::HasSubstr("R16"));
+    ASSERT_GT(s.clock_offset_ms, 23 * 3600 * 1000);
+  });
+  EXPECT_GE(a->cluster().clock_bound().refusals(), 1u);
+  EXPECT_FALSE(a->StatusOf("b").connected);
+  EXPECT_EQ(a->Table("shop", "orders"), nullptr);
+  EXPECT_LT(HybridClock::PhysicalMs(a->node_hlc_now()),
+            static_cast<uint64_t>(absl::ToUnixMillis(absl::Now() + absl::Hours(1))));
+}
+
+// R16: a stamp from the future in a snapshot is refused before anything of the snapshot is
+// applied or observed, and the link closes with FAILED_PRECONDITION; so is a forwarded drop
+// stamped in the future, which would retire a later recreate.
+TEST_F(ClusterTest, R16_StampsFromTheFutureAreRefusedBeforeTheyAreObserved) {
+  auto a = NewNode("a");
+  const Hlc future = HybridClock::Make(
+      static_cast<uint64_t>(absl::ToUnixMillis(absl::Now() + absl::Hours(24))), 0);
+  {
+    RawLink link(*a, "x", "x");  // a peer without a route, and without a wall clock in Hello
+    ASSERT_TRUE(link.hello_sent);
+    peer::v1::LinkMessage m;
+    m.mutable_db_schema()->set_database("shop");
+    peer::v1::PeerTable* t = m.mutable_db_schema()->add_tables();
+    t->set_name("orders");
+    t->set_created_time(future);
+    t->set_primary_key("id");
+    t->add_attributes()->set_name("id");
+    ASSERT_TRUE(link.stream->Write(m));
+    link.stream->WritesDone();
+    peer::v1::LinkMessage in;
+    while (link.stream->Read(&in)) {
+    }
+    const grpc::Status s = link.stream->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+    EXPECT_THAT(s.error_message(), ::testing::HasSubstr("ahead"));
+  }
+  EXPECT_EQ(a->Table("shop", "orders"), nullptr);
+  EXPECT_LT(a->node_hlc_now(), future);
+
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "kept", {"x"})));
+  auto peer_client =
+      peer::v1::Peer::NewStub(grpc::CreateChannel(a->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.AddMetadata("cairn-node", "x");
+  context.AddMetadata("cairn-secret", "s3cret");
+  context.AddMetadata("cairn-replicated-from", "x");
+  peer::v1::ForwardRequest request;
+  request.mutable_drop_table()->set_database("shop");
+  request.mutable_drop_table()->set_table("kept");
+  request.mutable_drop_table()->set_dropped_time(future);
+  peer::v1::ForwardResponse response;
+  const grpc::Status s = peer_client->Forward(&context, request, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_NE(a->Table("shop", "kept"), nullptr);
+  EXPECT_EQ(a->catalog().Snapshot()->MarkerFor("shop", "kept"), 0u);
+  EXPECT_LT(a->node_hlc_now(), future);
+}
+
 // ---- Mutual TLS (R2): certificates made for the test with the openssl tool.
 
 class TlsClusterTest : public ClusterTest {

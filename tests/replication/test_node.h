@@ -39,6 +39,7 @@ class TestNode {
       catalog::LocalNodeOptions o;
       o.name = name_;
       o.faults = &faults_;
+      o.clock = clock_;
       auto node = catalog::LocalNode::Open(dir_, o);
       ASSERT_OK(node);
       node_ = std::move(*node);
@@ -101,6 +102,8 @@ class TestNode {
   FaultRegistry& faults() { return faults_; }
   catalog::LocalNode& local() { return *node_; }
   void set_log_retention_entries(uint64_t n) { log_retention_entries_ = n; }
+  // The node's wall clock (before its first Start; null: the system clock).
+  void set_clock(Clock* clock) { clock_ = clock; }
   Hlc node_hlc_now() { return node_->hlc->Now().value(); }
   catalog::TableRef Table(const std::string& db, const std::string& t) {
     auto def = node_->catalog->Snapshot()->FindTable(db, t);
@@ -127,6 +130,7 @@ class TestNode {
   FaultRegistry faults_;
   int port_ = 0;
   uint64_t log_retention_entries_ = 10'000'000;
+  Clock* clock_ = nullptr;
   std::vector<PeerRoute> routes_;
   std::unique_ptr<catalog::LocalNode> node_;
   std::unique_ptr<Cluster> cluster_;

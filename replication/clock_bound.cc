@@ -1,0 +1,92 @@
+#include "replication/clock_bound.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+namespace cairn::replication {
+
+int64_t ClockBound::OffsetMs(int64_t wall_ms) const {
+  return wall_ms - absl::ToUnixMillis(hlc_->WallNow());
+}
+
+absl::Status ClockBound::Refuse(int64_t ahead_ms, absl::string_view what,
+                                absl::string_view peer) {
+  refusals_.fetch_add(1, std::memory_order_relaxed);
+  const std::string message =
+      absl::StrCat(what, " from ", peer, " is ", ahead_ms, " ms ahead of this node's clock, over ",
+                   "the maximum clock offset of ", absl::FormatDuration(max_offset_), " (R16)");
+  spdlog::warn("refused: {}", message);
+  return absl::FailedPreconditionError(message);
+}
+
+absl::Status ClockBound::Check(Hlc stamp, absl::string_view what, absl::string_view peer) {
+  if (max_offset_ == absl::InfiniteDuration()) return absl::OkStatus();
+  // Compared in ms, saturating: a stamp at the end of time is as far ahead as can be.
+  const uint64_t stamp_ms = HybridClock::PhysicalMs(stamp);
+  const int64_t now_ms = absl::ToUnixMillis(hlc_->WallNow());
+  const int64_t bound_ms = absl::ToInt64Milliseconds(max_offset_);
+  if (now_ms < 0 || stamp_ms <= static_cast<uint64_t>(now_ms) + static_cast<uint64_t>(bound_ms)) {
+    return absl::OkStatus();
+  }
+  const uint64_t ahead = stamp_ms - static_cast<uint64_t>(now_ms);
+  return Refuse(ahead > INT64_MAX ? INT64_MAX : static_cast<int64_t>(ahead), what, peer);
+}
+
+absl::Status ClockBound::CheckHello(const peer::v1::Hello& hello, absl::string_view peer) {
+  if (hello.wall_ms() == 0 || max_offset_ == absl::InfiniteDuration()) return absl::OkStatus();
+  const int64_t ahead = OffsetMs(hello.wall_ms());
+  if (ahead <= absl::ToInt64Milliseconds(max_offset_)) return absl::OkStatus();
+  return Refuse(ahead, "the wall clock", peer);
+}
+
+absl::Status ClockBound::CheckSchema(const peer::v1::DbSchema& schema, absl::string_view peer) {
+  for (const peer::v1::PeerTable& t : schema.tables()) {
+    if (absl::Status s = Check(t.created_time(), absl::StrCat("created_time of ", t.name()), peer);
+        !s.ok()) {
+      return s;
+    }
+  }
+  for (const peer::v1::PeerMarker& m : schema.markers()) {
+    if (absl::Status s = Check(m.dropped_time(), absl::StrCat("dropped_time of ", m.table()), peer);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ClockBound::CheckBatch(const peer::v1::ChangeBatch& batch, absl::string_view peer) {
+  for (const storage::v1::ChangeEntry& e : batch.entries()) {
+    // One Check for both: the later of the two decides.
+    const Hlc latest = std::max<Hlc>(e.version(), e.row_generation());
+    if (absl::Status s = Check(latest, absl::StrCat("a version in ", e.table()), peer); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ClockBound::CheckForward(const peer::v1::ForwardRequest& request,
+                                      absl::string_view peer) {
+  if (request.has_drop_table()) {
+    return Check(request.drop_table().dropped_time(), "a forwarded drop's dropped_time", peer);
+  }
+  if (request.has_drop_database()) {
+    const peer::v1::DropDatabase& d = request.drop_database();
+    if (absl::Status s = Check(d.dropped_time(), "a forwarded drop's dropped_time", peer);
+        !s.ok()) {
+      return s;
+    }
+    for (const peer::v1::TableStamp& t : d.tables()) {
+      if (absl::Status s = Check(t.dropped_time(), "a forwarded drop's dropped_time", peer);
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cairn::replication
