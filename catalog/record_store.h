@@ -61,6 +61,7 @@ struct ApplyStats {
   // Unknown op, a key that is not an encoded primary key (D1, D8), a table name that breaks
   // C13, a body that is not a JSON object, bad attribute names.
   uint64_t malformed = 0;
+  uint64_t parked = 0;  // its table not live here yet, left to the caller (R17)
 };
 
 class RecordStore {
@@ -102,12 +103,15 @@ class RecordStore {
   // ---- Replication (peer) side.
   // Applies entries of one database from a peer under last-writer-wins (D5), logging each
   // applied entry for relay (R5, R8). `extra` adds to the same batch (the peer's cursor, R6),
-  // so the cursor advances even when every entry is skipped (ApplyStats). TABLE_NOT_FOUND,
-  // with nothing written, when an entry names a table that is neither live here nor
-  // provably dead: the caller applies the peer's schema and retries the batch.
+  // so the cursor advances even when every entry is skipped (ApplyStats). An entry whose
+  // table is neither live here nor provably dead (its schema has not arrived, or its drop is
+  // completing) is not applied: with `unapplied` null the whole batch is refused with
+  // TABLE_NOT_FOUND, nothing written; otherwise such entries are left out, added to
+  // *unapplied (before `extra` runs, which may store them: R17 parking) and the rest applies.
   absl::StatusOr<ApplyStats> ApplyPeerEntries(
       absl::string_view db, const std::vector<storage::v1::ChangeEntry>& entries,
-      const std::function<void(rocksdb::WriteBatch*)>& extra);
+      const std::function<void(rocksdb::WriteBatch*)>& extra,
+      std::vector<storage::v1::ChangeEntry>* unapplied = nullptr);
   // C8 in full: Catalog::ApplyPeerDrop, then, from a generation it keeps, every row whose
   // row generation the marker retires.
   absl::StatusOr<PeerDropResult> ApplyPeerDrop(absl::string_view db, absl::string_view table,

@@ -49,9 +49,11 @@ bool SchemaIsCurrentUnderDynamicLock(const TableDef& d) ABSL_NO_THREAD_SAFETY_AN
 
 absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
     absl::string_view db, const std::vector<ChangeEntry>& entries,
-    const std::function<void(rocksdb::WriteBatch*)>& extra) {
+    const std::function<void(rocksdb::WriteBatch*)>& extra,
+    std::vector<ChangeEntry>* unapplied) {
   for (int attempt = 0; attempt < kMaxSchemaRetries; ++attempt) {
     ApplyStats stats;
+    if (unapplied != nullptr) unapplied->clear();
     SnapshotRef snap = catalog_->Snapshot();
     // 1. Resolve each entry's table. Skip, with the cursor still advancing: entries of a
     //    node-local table here (C11), of a retired generation (C6, D7), or malformed. An
@@ -109,7 +111,12 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
         }
       }
       if (!it->second.has_value()) {
-        if (node_local.count(e.table()) != 0) ++stats.node_local;
+        if (node_local.count(e.table()) != 0) {
+          ++stats.node_local;
+        } else if (unapplied != nullptr) {
+          ++stats.parked;
+          unapplied->push_back(e);
+        }
         continue;
       }
       if (e.op() == storage::v1::PUT) {
@@ -137,7 +144,7 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
       options_.hlc->Observe(e.version());
       target_of[i] = &*it->second;
     }
-    if (!unknown.empty()) {
+    if (!unknown.empty() && unapplied == nullptr) {
       return Error(ErrorCode::kTableNotFound,
                    absl::StrCat("peer entries for ", absl::StrJoin(unknown, ", "), " in '", db,
                                 "', which has no live replicating table of that name here; "

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -138,6 +139,16 @@ void AddReplicationMetrics(Metrics* metrics, replication::Cluster* cluster) {
        "Entries from the peer parked until their table is defined here (R17).", "gauge", "peer",
        per_peer([](const replication::PeerStatus& p) {
          return static_cast<double>(p.parked_entries);
+       })});
+  metrics->AddExternalSeries(
+      {"cairn_peer_parked_oldest_seconds",
+       "How long the oldest entry parked from the peer has waited for its table (R17); 0 when "
+       "none. Over 600 s it is also in cluster_status last_error.",
+       "gauge", "peer", per_peer([](const replication::PeerStatus& p) {
+         return p.oldest_parked_ms == 0
+                    ? 0.0
+                    : std::max(0.0, absl::ToDoubleSeconds(
+                                        absl::Now() - absl::FromUnixMillis(p.oldest_parked_ms)));
        })});
   metrics->AddExternal({"cairn_replication_full_copies_active",
                         "Full copies (R7) this node is receiving.", "gauge", [cluster] {

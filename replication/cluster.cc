@@ -745,6 +745,17 @@ std::vector<PeerStatus> Cluster::Status() const {
         p.full_copy_percent = r.copy_percent;
         p.full_copy_rows_per_s = r.copy_rows_per_s;
         p.entries_received = r.entries_received;
+        p.parked_entries = r.parked_entries;
+        p.oldest_parked_ms = r.parked_entries > 0 ? r.oldest_parked_ms : 0;
+        const absl::Duration parked_for =
+            absl::Now() - absl::FromUnixMillis(r.oldest_parked_ms);
+        if (r.parked_entries > 0 && parked_for > kParkedReportAfter && p.last_error.empty()) {
+          // R17: nothing waits silently.
+          p.last_error = absl::StrCat(r.parked_entries, " entr", r.parked_entries == 1 ? "y" : "ies",
+                                      " parked for over ", absl::FormatDuration(kParkedReportAfter),
+                                      ", the oldest of ", r.oldest_parked_table,
+                                      ": its table is not defined here, or its drop is stuck (R17)");
+        }
         p.cursors = r.cursors;
       }
     }

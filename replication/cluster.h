@@ -101,6 +101,7 @@ struct PeerStatus {
   int64_t clock_offset_ms = 0;
   // R17: its entries parked here until their table is defined, and how old the oldest is.
   uint64_t parked_entries = 0;
+  int64_t oldest_parked_ms = 0;  // wall ms the oldest was parked; 0: none
   absl::btree_map<std::string, uint64_t> cursors;  // last applied seq of its log, per database
 };
 

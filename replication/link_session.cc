@@ -232,6 +232,16 @@ bool LinkSession::ApplyWithRetry(ReceiverState* receiver, const peer::v1::Change
   }
 }
 
+void LinkSession::RetryParked(ReceiverState* receiver) {
+  absl::Status s = receiver->RetryParked();
+  if (!s.ok()) {
+    spdlog::warn("[{}] retrying entries parked from {}: {}", cluster_->options().node_name, peer_,
+                 s.ToString());
+  }
+  absl::MutexLock lock(&mu_);
+  receive_stats_ = receiver->Stats(absl::Now());
+}
+
 void LinkSession::ApplierLoop() {
   uint64_t log_id = 0;
   {
@@ -262,17 +272,21 @@ void LinkSession::ApplierLoop() {
     *outbox_.emplace_back().mutable_subscribe() = std::move(*subscribe);
     subscribed_ = true;
   }
+  // R17: what an earlier link parked, counted now and applied if it can go.
+  RetryParked(&receiver);
   while (true) {
     peer::v1::ChangeBatch batch;
     {
       absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(
-          +[](LinkSession* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
-            return s->done_ || !s->inbox_.empty() || s->refetch_check_;
-          },
-          this));
+      const bool woken = mu_.AwaitWithTimeout(
+          absl::Condition(
+              +[](LinkSession* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
+                return s->done_ || !s->inbox_.empty() || s->refetch_check_;
+              },
+              this),
+          Parking::kRetryInterval);
       if (done_) break;
-      if (refetch_check_ || inbox_.empty()) {
+      if (!woken || refetch_check_ || inbox_.empty()) {
         refetch_check_ = false;
         batch.Clear();
       } else {
@@ -281,13 +295,15 @@ void LinkSession::ApplierLoop() {
       }
     }
     if (batch.batch_no() == 0) {
-      // The catalog changed: a marker may have retired a generation that held this peer's
-      // newer rows (R14). Ask for them on this link now, not at the next reconnect.
+      // The catalog changed (or a while passed): a marker may have retired a generation that
+      // held this peer's newer rows (R14); ask for them on this link now, not at the next
+      // reconnect. Parked entries may have a table to go to now (R17).
       absl::StatusOr<peer::v1::Refetch> refetch = receiver.NewRefetches();
       if (refetch.ok() && refetch->tables_size() > 0) {
         absl::MutexLock lock(&mu_);
         *outbox_.emplace_back().mutable_refetch() = std::move(*refetch);
       }
+      if (receiver.parked() > 0) RetryParked(&receiver);
       continue;
     }
     if (!ApplyWithRetry(&receiver, batch)) break;

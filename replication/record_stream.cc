@@ -371,7 +371,8 @@ ReceiverState::ReceiverState(catalog::LocalNode* node, std::string peer, uint64_
     : node_(node),
       peer_(std::move(peer)),
       peer_log_id_(peer_log_id),
-      exclusions_(std::move(exclusions)) {}
+      exclusions_(std::move(exclusions)),
+      parking_(node, peer_) {}
 
 absl::StatusOr<peer::v1::Subscribe> ReceiverState::BuildSubscribe() {
   peer::v1::Subscribe sub;
@@ -451,7 +452,9 @@ absl::Status ReceiverState::Apply(const peer::v1::ChangeBatch& batch) {
       cursor->set_seq(batch.has_copy() ? batch.copy().target_seq() : batch.last_seq());
     }
   }
+  std::vector<ChangeEntry> parked;  // R17: filled by ApplyPeerEntries before extra runs
   auto extra = [&](rocksdb::WriteBatch* wb) {
+    if (!parked.empty()) parking_.Park(db, parked, wb);
     // why ignored (both): WriteBatch fails only beyond 4 GiB.
     if (cursor.has_value()) {
       wb->Put(node_->engine->cf(Cf::kMeta), ToSlice(storage::CursorKey(peer_, db)),
@@ -468,7 +471,12 @@ absl::Status ReceiverState::Apply(const peer::v1::ChangeBatch& batch) {
   [[maybe_unused]] FaultRegistry* faults = node_->catalog->options().faults;  // hooks off: unused
   CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(faults, fault_points::kReplApplyBeforeCommit));
   CAIRN_ASSIGN_OR_RETURN(catalog::ApplyStats stats,
-                         node_->records->ApplyPeerEntries(db, entries, extra));
+                         node_->records->ApplyPeerEntries(db, entries, extra, &parked));
+  if (stats.parked > 0) {
+    spdlog::info("[{}] {} entr{} of '{}' from {} parked: table not live here yet (R17)",
+                 node_->records->node_name(), stats.parked, stats.parked == 1 ? "y" : "ies", db,
+                 peer_);
+  }
   // why ignored: the batch is committed; only crash, delay and block matter here.
   CAIRN_FAULT(faults, fault_points::kReplApplyAfterCommit).IgnoreError();
   if (batch.refetch_done()) {
@@ -505,6 +513,9 @@ ReceiveStats ReceiverState::Stats(absl::Time now) const {
   s.batches = batches_;
   s.entries_applied = entries_applied_;
   s.entries_received = entries_received_;
+  s.parked_entries = parking_.count();
+  s.oldest_parked_ms = parking_.oldest_ms();
+  s.oldest_parked_table = parking_.oldest_table();
   uint64_t done = 0, total = 0, rows_since = 0;
   absl::Time earliest = now;
   for (const auto& [db, p] : progress_) {

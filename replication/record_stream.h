@@ -31,6 +31,7 @@
 #include "absl/time/time.h"
 #include "cairn/peer/v1/peer.pb.h"
 #include "catalog/local_node.h"
+#include "replication/parking.h"
 #include "replication/schema_sync.h"
 
 namespace cairn::replication {
@@ -132,6 +133,10 @@ struct ReceiveStats {
   uint64_t entries_applied = 0;
   uint64_t entries_received = 0;                   // in log and copy batches, applied or not
   absl::btree_map<std::string, uint64_t> cursors;  // last applied seq per database
+  // R17: entries from this peer parked until their table can take them.
+  uint64_t parked_entries = 0;
+  int64_t oldest_parked_ms = 0;  // wall ms the oldest was parked; 0: none
+  std::string oldest_parked_table;
 };
 
 class ReceiverState {
@@ -147,9 +152,13 @@ class ReceiverState {
   absl::StatusOr<peer::v1::Refetch> NewRefetches();
 
   // Applies one batch and its cursor in one WriteBatch (R6). Entries of tables the route
-  // excludes are dropped (R11, receiver's side). An error leaves nothing of the batch applied
-  // (TABLE_NOT_FOUND: the table's schema has not been applied here yet; retry).
+  // excludes are dropped (R11, receiver's side); entries of a table not defined here yet, or
+  // dropping, are parked in the same WriteBatch (R17). An error leaves nothing of the batch
+  // applied.
   absl::Status Apply(const peer::v1::ChangeBatch& batch);
+  // R17: applies what was parked and can go now (after a schema change, and periodically).
+  absl::Status RetryParked() { return parking_.Retry(); }
+  uint64_t parked() const { return parking_.count(); }
 
   ReceiveStats Stats(absl::Time now) const;
 
@@ -169,6 +178,7 @@ class ReceiverState {
   const Exclusions exclusions_;
   absl::btree_map<std::string, DbProgress> progress_;
   absl::btree_set<std::pair<std::string, std::string>> refetch_asked_;  // (db, table)
+  Parking parking_;
   uint64_t batches_ = 0;
   uint64_t entries_applied_ = 0;
   uint64_t entries_received_ = 0;

@@ -146,6 +146,23 @@ std::string PurgeKey(uint64_t generation) {
   return k;
 }
 
+std::string ParkedPrefix(absl::string_view peer) {
+  std::string k = absl::StrCat(kParkedPrefix, peer);
+  k.push_back('\0');
+  return k;
+}
+
+std::string ParkedKey(absl::string_view peer, absl::string_view db, absl::string_view table,
+                      absl::string_view encoded_pk) {
+  std::string k = ParkedPrefix(peer);
+  absl::StrAppend(&k, db);
+  k.push_back('\0');
+  absl::StrAppend(&k, table);
+  k.push_back('\0');
+  absl::StrAppend(&k, encoded_pk);
+  return k;
+}
+
 std::string RefetchKey(absl::string_view db, absl::string_view table, absl::string_view peer) {
   std::string k = absl::StrCat(kRefetchPrefix, db, "/", table);
   k.push_back('\0');

@@ -439,5 +439,43 @@ TEST_F(RecordReplicationTest, R15_ACursorBeyondTheSendersLogGetsAFullCopy) {
   ExpectConverged({a.get(), b.get()}, "shop", "orders", 8);
 }
 
+// R17: an entry that cannot apply yet (its table is dropping here, by a local-only drop that
+// leaves no marker) is parked, and the link's other databases keep flowing. Before, the batch
+// was retried for ever and everything behind it waited. The parked entries apply once the
+// peer's definition makes the table live here again.
+TEST_F(RecordReplicationTest, R17_OneStuckTableNeverStallsTheRest) {
+  auto a = NewNode("a"), b = NewNode("b");
+  Link(a.get(), b.get());
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "stuck", {"name"})));
+  ASSERT_OK(a->catalog().CreateTable(Spec("zeta", "free", {"name"})));
+  ASSERT_EVENTUALLY([&] {
+    ASSERT_NE(b->Table("shop", "stuck"), nullptr);
+    ASSERT_NE(b->Table("zeta", "free"), nullptr);
+  });
+
+  // B's own drop of shop.stuck parks after its first step: the table is dropping on B.
+  b->faults().Set(fault_points::kDropAfterTombstone, FaultAction::Block());
+  std::thread drop([&] { EXPECT_OK(b->catalog().DropTable("shop", "stuck", /*timed=*/false)); });
+  ASSERT_TRUE(b->faults().WaitUntilBlocked(fault_points::kDropAfterTombstone, absl::Seconds(10)));
+  // The batch of shop reaches B's applier before the one of zeta.
+  b->faults().Set(fault_points::kReplApplyBeforeCommit, FaultAction::Block().Once());
+  Upsert(a.get(), "shop", "stuck", Rows("k", 0, 3, "x"));
+  const bool held =
+      b->faults().WaitUntilBlocked(fault_points::kReplApplyBeforeCommit, absl::Seconds(10));
+  Upsert(a.get(), "zeta", "free", Rows("k", 0, 5, "y"));
+  b->faults().Release(fault_points::kReplApplyBeforeCommit);
+  // No ASSERT returns while B's drop is parked.
+  testing::AssertEventually([&] { ASSERT_EQ(LiveKeys(*b, "zeta", "free").size(), 5u); });
+  testing::AssertEventually([&] { ASSERT_EQ(b->StatusOf("a").parked_entries, 3u); });
+  b->faults().Release(fault_points::kDropAfterTombstone);
+  drop.join();
+  ASSERT_TRUE(held);
+  EXPECT_EQ(b->StatusOf("a").parked_entries, 3u);  // not lost with the drop
+  // A's next snapshot defines shop.stuck here again: the parked entries go.
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "later", {"name"})));
+  ASSERT_EVENTUALLY([&] { ASSERT_EQ(b->StatusOf("a").parked_entries, 0u); });
+  ExpectConverged({a.get(), b.get()}, "shop", "stuck", 3);
+}
+
 }  // namespace
 }  // namespace cairn::replication
