@@ -276,19 +276,39 @@ void Cluster::TrimLoop() {
         return;
       }
     }
-    // The log's own clock (the engine's), as it stamps logged_ms and ages tombstones (D5).
-    const uint64_t oldest_ms = static_cast<uint64_t>(std::max<int64_t>(
-        0, absl::ToUnixMillis(node_->engine->clock()->Now() - options_.log_retention_age)));
-    for (const std::string& db : node_->log->Databases()) {
-      absl::StatusOr<uint64_t> trimmed =
-          node_->log->Trim(db, options_.log_retention_entries, oldest_ms);
-      if (!trimmed.ok()) {
-        spdlog::warn("[{}] trimming the change log of '{}': {}", options_.node_name, db,
-                     trimmed.status().ToString());
-      } else if (*trimmed > 0) {
-        spdlog::info("[{}] trimmed {} change-log entr{} of '{}' (retention, R12)",
-                     options_.node_name, *trimmed, *trimmed == 1 ? "y" : "ies", db);
-      }
+    TrimOnce();
+  }
+}
+
+void Cluster::TrimOnce() {
+  // What linked peers still need (a full copy's tail, above all): kept while the log may
+  // grow to twice its retention (R12, R17), so a copy under write load does not restart.
+  absl::flat_hash_map<std::string, uint64_t> keep_from;
+  std::vector<std::shared_ptr<LinkSession>> sessions;
+  {
+    absl::MutexLock lock(&mu_);
+    sessions = sessions_;
+  }
+  for (const auto& s : sessions) {
+    for (const auto& [db, need] : s->log_needs()) {
+      auto [it, inserted] = keep_from.try_emplace(db, need);
+      if (!inserted) it->second = std::min(it->second, need);
+    }
+  }
+  // The log's own clock (the engine's), as it stamps logged_ms and ages tombstones (D5).
+  const uint64_t oldest_ms = static_cast<uint64_t>(std::max<int64_t>(
+      0, absl::ToUnixMillis(node_->engine->clock()->Now() - options_.log_retention_age)));
+  for (const std::string& db : node_->log->Databases()) {
+    auto need = keep_from.find(db);
+    absl::StatusOr<uint64_t> trimmed =
+        node_->log->Trim(db, options_.log_retention_entries, oldest_ms,
+                         need == keep_from.end() ? 0 : need->second);
+    if (!trimmed.ok()) {
+      spdlog::warn("[{}] trimming the change log of '{}': {}", options_.node_name, db,
+                   trimmed.status().ToString());
+    } else if (*trimmed > 0) {
+      spdlog::info("[{}] trimmed {} change-log entr{} of '{}' (retention, R12)",
+                   options_.node_name, *trimmed, *trimmed == 1 ? "y" : "ies", db);
     }
   }
 }

@@ -149,6 +149,11 @@ class Cluster {
 
   std::vector<PeerStatus> Status() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // One pass of log retention (R12), as the trimmer runs every trim_interval: each
+  // database's log beyond its retention goes, except what a linked peer still needs while
+  // the log stays within twice its retention (ChangeLog::Trim's keep_from).
+  void TrimOnce() ABSL_LOCKS_EXCLUDED(mu_);
+
   // Test hook (SPEC §6, "a link can be cut and restored per peer"): while `peer` is cut, this
   // node ends its links with it, does not dial it, refuses its calls (UNAVAILABLE) and does
   // not forward drops to it: a network partition between the two, as either side sees it.

@@ -143,21 +143,23 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
       full = false;
       break;
     }
-    if (ready.has_value() && !stream_->Write(*ready, /*more_follows=*/true)) return false;
-    if (!CAIRN_FAULT(faults, fault_points::kReplSendBatch).ok()) return false;
     {
       absl::MutexLock lock(&mu_);
       m.mutable_change_batch()->set_batch_no(++sent_no_);
+      log_needs_ = sender->Needs();  // a copy just started must keep its tail from now on
     }
+    if (ready.has_value() && !stream_->Write(*ready, /*more_follows=*/true)) return false;
+    if (!CAIRN_FAULT(faults, fault_points::kReplSendBatch).ok()) return false;
     ready = std::move(m);
   }
   if (ready.has_value() && !stream_->Write(*ready)) return false;
   // The window filled: there may be more once it opens. Or the sender stopped before an
   // entry of a table `snap` lacks (R15): the next round sends a newer snapshot, then it.
-  if (sender->TakeStaleSnapshot() || full) {
-    absl::MutexLock lock(&mu_);
-    data_hint_ = true;
-  }
+  const bool again = sender->TakeStaleSnapshot() || full;
+  absl::btree_map<std::string, uint64_t> needs = sender->Needs();
+  absl::MutexLock lock(&mu_);
+  if (again) data_hint_ = true;
+  log_needs_ = std::move(needs);
   return true;
 }
 

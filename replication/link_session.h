@@ -26,6 +26,7 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/btree_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -75,6 +76,12 @@ class LinkSession {
   ReceiveStats receive_stats() ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     return receive_stats_;
+  }
+  // What the peer still needs of this node's log, per database (LogSender::Needs), as of the
+  // writer's last round; empty before it subscribed.
+  absl::btree_map<std::string, uint64_t> log_needs() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return log_needs_;
   }
   // Ends the session. Safe from any thread, also once Run has returned (then a no-op: an
   // inbound stream's context is gone by then).
@@ -129,6 +136,7 @@ class LinkSession {
   bool serving_ ABSL_GUARDED_BY(mu_) = false;        // the peer subscribed on this link
   bool data_hint_ ABSL_GUARDED_BY(mu_) = true;       // maybe something to send
   uint64_t sent_no_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::btree_map<std::string, uint64_t> log_needs_ ABSL_GUARDED_BY(mu_);
   uint64_t acked_no_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

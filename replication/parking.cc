@@ -87,8 +87,10 @@ absl::Status Parking::Retry() {
   oldest_ms_ = 0;
   oldest_table_.clear();
   const catalog::SnapshotRef snap = node_->catalog->Snapshot();
-  for (auto& [id, g] : groups) {
-    const auto& [db, table] = id;
+  for (auto& group : groups) {
+    const std::string& db = group.first.first;
+    const std::string& table = group.first.second;
+    Group& g = group.second;  // named: a lambda below captures it (C++17: no bindings)
     std::vector<ChangeEntry> left;
     // Nothing can have changed for a name neither live nor marked here: skip the attempt.
     if (snap->FindTable(db, table).ok() || snap->MarkerFor(db, table) != 0) {

@@ -67,6 +67,18 @@ void LogSender::Subscribe(const peer::v1::Subscribe& subscribe) {
   }
 }
 
+absl::btree_map<std::string, uint64_t> LogSender::Needs() const {
+  absl::btree_map<std::string, uint64_t> out;
+  for (const auto& [db, state] : dbs_) {
+    if (state.copy.has_value()) {
+      out[db] = state.copy->target_seq() + 1;
+    } else if (state.started) {
+      out[db] = state.sent_seq + 1;
+    }
+  }
+  return out;
+}
+
 void LogSender::Refetch(const peer::v1::Refetch& refetch) {
   for (const peer::v1::TableRefetch& r : refetch.tables()) {
     refetch_.push_back(TableCopy{r.database(), r.table(), ""});

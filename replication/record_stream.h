@@ -63,6 +63,10 @@ class LogSender {
   // R14: the peer asks again for every row of these tables (queued behind earlier ones).
   void Refetch(const peer::v1::Refetch& refetch);
 
+  // Per database, the first log entry this peer still needs: after its cursor, or after a
+  // full copy's target (the copy's tail). The log keeps them while it can (R17, Trim).
+  absl::btree_map<std::string, uint64_t> Needs() const;
+
   // True (once) when Next stopped before an entry whose table is newer than the snapshot it
   // was given (R15): the caller sends the peer a newer DB_SCHEMA and calls Next again with it.
   // Until then Next produces nothing.

@@ -259,12 +259,13 @@ uint64_t ChangeLog::TrimmedThrough(absl::string_view db) {
 }
 
 absl::StatusOr<uint64_t> ChangeLog::Trim(absl::string_view db, uint64_t keep_entries,
-                                         uint64_t min_logged_ms, uint64_t max_scan) {
+                                         uint64_t min_logged_ms, uint64_t keep_from,
+                                         uint64_t max_scan) {
   absl::MutexLock one(&trim_mu_);
   Sequencer* seq = Find(db);
   if (seq == nullptr) return 0;
   CAIRN_ASSIGN_OR_RETURN(uint64_t trimmed,
-                         TrimLocked(db, seq, keep_entries, min_logged_ms, max_scan));
+                         TrimLocked(db, seq, keep_entries, min_logged_ms, keep_from, max_scan));
   // Whether or not anything went, the horizon moves with time (an idle log's floor is now).
   CAIRN_RETURN_IF_ERROR(RefreshFloor(db, seq));
   PublishHorizon();
@@ -273,7 +274,7 @@ absl::StatusOr<uint64_t> ChangeLog::Trim(absl::string_view db, uint64_t keep_ent
 
 absl::StatusOr<uint64_t> ChangeLog::TrimLocked(absl::string_view db, Sequencer* seq,
                                                uint64_t keep_entries, uint64_t min_logged_ms,
-                                               uint64_t max_scan) {
+                                               uint64_t keep_from, uint64_t max_scan) {
   const uint64_t first = seq->trimmed() + 1;
   const uint64_t committed = seq->watermark();
   if (committed < first) return 0;
@@ -290,6 +291,15 @@ absl::StatusOr<uint64_t> ChangeLog::TrimLocked(absl::string_view db, Sequencer* 
     cut = GetBigEndian64(absl::string_view(it->key().data() + it->key().size() - 8, 8));
   }
   CAIRN_RETURN_IF_ERROR(FromRocks(it->status()));
+  if (keep_from != 0 && cut >= keep_from) {
+    // A peer still needs entries from keep_from on: keep them, within a hard bound (R12: a
+    // slow peer never holds the log without limit).
+    const uint64_t bound = keep_entries > UINT64_MAX / kPinnedRetentionFactor
+                               ? UINT64_MAX
+                               : keep_entries * kPinnedRetentionFactor;
+    const uint64_t hard_cut = committed > bound ? committed - bound : 0;
+    cut = std::min(cut, std::max(keep_from - 1, hard_cut));
+  }
   if (cut < first) return 0;
   rocksdb::WriteBatch batch;
   std::string through;

@@ -82,9 +82,14 @@ class ChangeLog {
   uint64_t TrimmedThrough(absl::string_view db) ABSL_LOCKS_EXCLUDED(mu_);
   // Deletes the oldest committed entries of `db` beyond the newest `keep_entries`, and those
   // logged before `min_logged_ms` (up to `max_scan` of them per call), then moves the
-  // tombstone horizon. Returns how many entries went.
+  // tombstone horizon. Entries from `keep_from` on (0: none) are kept, for a peer that still
+  // needs them (R17: a full copy's tail), unless more than kPinnedRetentionFactor times
+  // `keep_entries` would stay. Returns how many entries went.
   absl::StatusOr<uint64_t> Trim(absl::string_view db, uint64_t keep_entries, uint64_t min_logged_ms,
-                                uint64_t max_scan = 100000) ABSL_LOCKS_EXCLUDED(mu_);
+                                uint64_t keep_from = 0, uint64_t max_scan = 100000)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // How much longer than its retention a peer's need can hold a log (Trim's keep_from).
+  static constexpr uint64_t kPinnedRetentionFactor = 2;
 
   class Sequencer;
   // A run of `count` consecutive sequence numbers. Releasing it (destruction) tells the
@@ -185,7 +190,7 @@ class ChangeLog {
   Sequencer* Find(absl::string_view db) ABSL_LOCKS_EXCLUDED(mu_);  // null if none
   uint64_t NowMs() const;                                          // the engine's clock
   absl::StatusOr<uint64_t> TrimLocked(absl::string_view db, Sequencer* seq, uint64_t keep_entries,
-                                      uint64_t min_logged_ms, uint64_t max_scan)
+                                      uint64_t min_logged_ms, uint64_t keep_from, uint64_t max_scan)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(trim_mu_);
   absl::Status RecoverSequences() ABSL_LOCKS_EXCLUDED(mu_);
   // Stores `high_water` as `db`'s high-water, synced (R15).

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/fault_points.h"
+#include "replication/record_stream.h"
 #include "tests/replication/test_node.h"
 #include "tests/testing/testing.h"
 
@@ -475,6 +476,74 @@ TEST_F(RecordReplicationTest, R17_OneStuckTableNeverStallsTheRest) {
   ASSERT_OK(a->catalog().CreateTable(Spec("shop", "later", {"name"})));
   ASSERT_EVENTUALLY([&] { ASSERT_EQ(b->StatusOf("a").parked_entries, 0u); });
   ExpectConverged({a.get(), b.get()}, "shop", "stuck", 3);
+}
+
+// R17: writes that pass the log's retention while a full copy runs do not trim the copy's
+// tail away (which restarted the copy from its first table, for ever under steady load): the
+// log keeps what a linked peer needs, within twice its retention.
+TEST_F(RecordReplicationTest, R17_AFullCopyUnderWriteLoadKeepsItsTail) {
+  auto a = std::make_unique<TestNode>("a", dir_.Sub("a"), "s3cret");
+  a->set_log_retention_entries(100);
+  a->Start();
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  for (int i = 0; i < 3000; i += 500) {
+    Upsert(a.get(), "shop", "orders", Rows("k", i, i + 500, "x"));
+  }
+  const uint64_t before_copy = a->local().log->CommittedSeq("shop");
+  auto b = NewNode("b");
+  // A's first batch to B is the copy's first: it waits there while A's writes pass the
+  // retention and A trims its log.
+  a->faults().Set(fault_points::kReplSendBatch, FaultAction::Block().Once());
+  Link(a.get(), b.get());
+  ASSERT_TRUE(a->faults().WaitUntilBlocked(fault_points::kReplSendBatch, absl::Seconds(10)));
+  for (int i = 0; i < 150; ++i) {
+    Upsert(a.get(), "shop", "orders", Rows("w", i, i + 1, "y"));
+  }
+  a->cluster().TrimOnce();
+  const uint64_t trimmed = a->local().log->TrimmedThrough("shop");
+  a->faults().Release(fault_points::kReplSendBatch);
+  EXPECT_LE(trimmed, before_copy) << "the copy's tail was trimmed";
+  ExpectConverged({a.get(), b.get()}, "shop", "orders", 3150);
+}
+
+// R17: an R14 refetch gets a share of the batches while other databases have log work; it
+// used to wait until every database had nothing left to send, for ever under steady writes.
+TEST_F(RecordReplicationTest, R17_RefetchesAreServedUnderWriteLoad) {
+  auto a = NewNode("a");
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  ASSERT_OK(a->catalog().CreateTable(Spec("busy", "log", {"name"})));
+  Upsert(a.get(), "shop", "orders", Rows("k", 0, 3, "x"));
+  for (int i = 0; i < 100; ++i) Upsert(a.get(), "busy", "log", Rows("k", i, i + 1, "y"));
+
+  StreamLimits limits;
+  limits.max_entries = 1;  // one entry per batch: 100 batches of log work in busy
+  LogSender sender(&a->local(), "b", Exclusions(), limits);
+  peer::v1::Subscribe subscribe;
+  peer::v1::DbCursor* busy = subscribe.add_cursors();
+  busy->set_database("busy");
+  busy->set_seq(0);
+  peer::v1::DbCursor* shop = subscribe.add_cursors();
+  shop->set_database("shop");
+  shop->set_seq(a->local().log->CommittedSeq("shop"));
+  sender.Subscribe(subscribe);
+  peer::v1::Refetch refetch;
+  refetch.add_tables()->set_database("shop");
+  refetch.mutable_tables(0)->set_table("orders");
+  sender.Refetch(refetch);
+
+  const catalog::SnapshotRef snap = a->catalog().Snapshot();
+  int served_at = -1;
+  for (int n = 0; n < 8 && served_at < 0; ++n) {  // twice kRefetchShare
+    peer::v1::ChangeBatch out;
+    absl::StatusOr<bool> produced = sender.Next(*snap, &out);
+    ASSERT_OK(produced);
+    ASSERT_TRUE(*produced);
+    if (out.has_refetch()) {
+      served_at = n;
+      EXPECT_EQ(out.entries_size(), 1);  // a row of shop.orders, within the batch limit
+    }
+  }
+  EXPECT_GE(served_at, 0) << "no refetch batch while busy had log work";
 }
 
 }  // namespace
