@@ -217,7 +217,8 @@ Cluster::Cluster(catalog::LocalNode* node, ClusterOptions options)
     if (hook->cluster != nullptr) hook->cluster->OnCatalogChange();
   });
   node_->log->SetCommitListener([hook = hook_] {
-    absl::MutexLock lock(&hook->mu);
+    // Shared: concurrent commits do not queue behind one another here (nor in OnCommit).
+    absl::ReaderMutexLock lock(&hook->mu);
     if (hook->cluster != nullptr) hook->cluster->OnCommit();
   });
   absl::MutexLock lock(&mu_);
@@ -260,7 +261,7 @@ absl::Status Cluster::Start() {
   }
   started_ = true;
   for (const PeerRoute& route : routes_) {
-    dialers_.emplace_back([this, route] { Dial(route); });
+    dialers_[route.id] = std::thread([this, route] { Dial(route); });
   }
   trimmer_ = std::thread([this] { TrimLoop(); });
   return absl::OkStatus();
@@ -327,7 +328,7 @@ void Cluster::ReleaseReceiver(const std::string& peer, const LinkSession* s) {
 }
 
 void Cluster::OnCommit() {
-  absl::MutexLock lock(&mu_);
+  absl::ReaderMutexLock lock(&mu_);
   for (auto& s : sessions_) s->NotifyCommit();
 }
 
@@ -360,6 +361,7 @@ absl::Status Cluster::AddPeer(const PeerRoute& route, bool persist) {
   }
   CAIRN_RETURN_IF_ERROR(catalog::ValidateDatabaseName(route.name));
   absl::MutexLock membership(&membership_mu_);  // held across the (maybe synced) write
+  ReapDialers();
   {
     absl::MutexLock lock(&mu_);
     if (HasRouteLocked(route.name)) {
@@ -384,8 +386,25 @@ absl::Status Cluster::AddPeer(const PeerRoute& route, bool persist) {
   added.id = next_route_id_++;
   routes_.push_back(added);
   peers_[route.name].address = route.address;
-  if (started_ && !stopping_.load()) dialers_.emplace_back([this, added] { Dial(added); });
+  if (started_ && !stopping_.load()) {
+    dialers_[added.id] = std::thread([this, added] { Dial(added); });
+  }
   return absl::OkStatus();
+}
+
+void Cluster::ReapDialers() {
+  std::vector<std::thread> ended;
+  {
+    absl::MutexLock lock(&mu_);
+    for (uint64_t id : ended_dialers_) {
+      auto it = dialers_.find(id);
+      if (it == dialers_.end()) continue;
+      ended.push_back(std::move(it->second));
+      dialers_.erase(it);
+    }
+    ended_dialers_.clear();
+  }
+  for (std::thread& t : ended) t.join();  // each has returned, or is about to
 }
 
 absl::Status Cluster::RemovePeer(const std::string& name) {
@@ -413,6 +432,7 @@ absl::Status Cluster::RemovePeer(const std::string& name) {
     state.address.clear();
     if (state.links == 0) peers_.erase(name);
   }
+  ReapDialers();  // earlier removals' (this one's dialer may still be on its way out)
   return absl::OkStatus();
 }
 
@@ -432,7 +452,9 @@ void Cluster::Stop() {
   std::vector<std::thread> dialers;
   {
     absl::MutexLock lock(&mu_);
-    dialers.swap(dialers_);
+    for (auto& [id, t] : dialers_) dialers.push_back(std::move(t));
+    dialers_.clear();
+    ended_dialers_.clear();
   }
   for (std::thread& t : dialers) t.join();
   if (trimmer_.joinable()) trimmer_.join();
@@ -570,6 +592,12 @@ std::shared_ptr<grpc::Channel> Cluster::ChannelTo(const PeerRoute& route) {
 }
 
 void Cluster::Dial(PeerRoute route) {
+  DialLoop(route);
+  absl::MutexLock lock(&mu_);
+  ended_dialers_.push_back(route.id);
+}
+
+void Cluster::DialLoop(const PeerRoute& route) {
   std::mt19937_64 rng(std::hash<std::string>()(options_.node_name + route.name));
   absl::Duration backoff = options_.backoff_initial;
   while (!stopping_.load()) {
@@ -582,7 +610,7 @@ void Cluster::Dial(PeerRoute route) {
       std::pair<Cluster*, const PeerRoute*> arg(this, &route);
       mu_.Await(absl::Condition(
           +[](std::pair<Cluster*, const PeerRoute*>* a) {
-            a->first->mu_.AssertHeld();
+            a->first->mu_.AssertReaderHeld();  // evaluated by a reader unlocking too
             return a->first->stopping_.load() || !a->first->HasRouteIdLocked(a->second->id) ||
                    !a->first->cut_.contains(a->second->name);
           },
@@ -611,7 +639,7 @@ void Cluster::Dial(PeerRoute route) {
     absl::MutexLock lock(&mu_);
     mu_.AwaitWithTimeout(absl::Condition(
                              +[](std::pair<Cluster*, uint64_t>* a) {
-                               a->first->mu_.AssertHeld();
+                               a->first->mu_.AssertReaderHeld();  // evaluated by a reader unlocking too
                                return a->first->stopping_.load() ||
                                       !a->first->HasRouteIdLocked(a->second);
                              },

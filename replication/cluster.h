@@ -204,7 +204,10 @@ class Cluster {
   };
 
   void Dial(PeerRoute route);  // the dialer thread of one route; ends when it is removed
-  bool HasRouteLocked(const std::string& name) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DialLoop(const PeerRoute& route);
+  // Joins the dialers of removed routes that have returned. Not under mu_.
+  void ReapDialers() ABSL_LOCKS_EXCLUDED(mu_);
+  bool HasRouteLocked(const std::string& name) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   std::shared_ptr<grpc::Channel> ChannelTo(const PeerRoute& route) ABSL_LOCKS_EXCLUDED(mu_);
   PeerDropStatus Forward(const PeerRoute& route, const peer::v1::ForwardRequest& request);
   std::vector<PeerDropStatus> ForwardToAll(const peer::v1::ForwardRequest& request)
@@ -212,7 +215,7 @@ class Cluster {
   void OnCatalogChange() ABSL_LOCKS_EXCLUDED(mu_);
   void OnCommit() ABSL_LOCKS_EXCLUDED(mu_);
   void TrimLoop() ABSL_LOCKS_EXCLUDED(mu_);  // log retention (R12), until Stop
-  bool HasRouteIdLocked(uint64_t id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool HasRouteIdLocked(uint64_t id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   // The catalog listener reaches the Cluster through this, so that Stop() can detach it: the
   // catalog keeps its listener for life and may call it from any thread.
@@ -240,7 +243,10 @@ class Cluster {
   uint64_t next_route_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::vector<PeerRoute> routes_ ABSL_GUARDED_BY(mu_);
   bool started_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<std::thread> dialers_ ABSL_GUARDED_BY(mu_);
+  // The dialer of each route, by route id; a dialer whose route was removed puts its id in
+  // ended_dialers_ as it returns, and the next add_node / remove_node joins it.
+  absl::flat_hash_map<uint64_t, std::thread> dialers_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> ended_dialers_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> cut_ ABSL_GUARDED_BY(mu_);  // peers cut off by a test hook
   std::thread trimmer_;                                        // started by Start, joined by Stop
 };
