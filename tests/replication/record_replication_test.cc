@@ -52,6 +52,13 @@ class RecordReplicationTest : public ::testing::Test {
       }
     });
   }
+  // `a` links to `b`, creates shop.orders and writes keys k<from>..k<to - 1>; both hold them.
+  static void LinkWithOrders(TestNode* a, TestNode* b, int from, int to) {
+    Link(a, b);
+    ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+    Upsert(a, "shop", "orders", Rows("k", from, to, "x"));
+    ExpectConverged({a, b}, "shop", "orders", static_cast<size_t>(to - from));
+  }
   // Waits until the wall clock is past `t` (an HLC): a stamp taken afterwards on any node of
   // this process is greater, whatever the nodes' logical counters.
   static void WaitPast(Hlc t) {
@@ -394,10 +401,7 @@ TEST_F(RecordReplicationTest, R15_RowsOfATableCreatedDuringASendRoundAreSent) {
 // sender restarts they are not handed out again, so nothing written after is skipped.
 TEST_F(RecordReplicationTest, R15_NumbersOfAFailedCommitAreNotReusedAfterARestart) {
   auto a = NewNode("a"), b = NewNode("b");
-  Link(a.get(), b.get());
-  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
-  Upsert(a.get(), "shop", "orders", Rows("k", 1, 2, "x"));
-  ExpectConverged({a.get(), b.get()}, "shop", "orders", 1);
+  ASSERT_NO_FATAL_FAILURE(LinkWithOrders(a.get(), b.get(), 1, 2));
 
   a->faults().Set(fault_points::kWriteBeforeCommit,
                   FaultAction::ReturnError(absl::InternalError("injected")));
@@ -419,10 +423,7 @@ TEST_F(RecordReplicationTest, R15_NumbersOfAFailedCommitAreNotReusedAfterARestar
 // copy, not an empty tail that would skip what is written under those numbers.
 TEST_F(RecordReplicationTest, R15_ACursorBeyondTheSendersLogGetsAFullCopy) {
   auto a = NewNode("a"), b = NewNode("b");
-  Link(a.get(), b.get());
-  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
-  Upsert(a.get(), "shop", "orders", Rows("k", 0, 5, "x"));
-  ExpectConverged({a.get(), b.get()}, "shop", "orders", 5);
+  ASSERT_NO_FATAL_FAILURE(LinkWithOrders(a.get(), b.get(), 0, 5));
 
   b->Isolate();
   storage::v1::ReplicaCursor cursor;
