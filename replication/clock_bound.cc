@@ -58,14 +58,18 @@ absl::Status ClockBound::CheckSchema(const peer::v1::DbSchema& schema, absl::str
 }
 
 absl::Status ClockBound::CheckBatch(const peer::v1::ChangeBatch& batch, absl::string_view peer) {
+  // One Check for the batch: its latest stamp decides (no per-entry cost on the apply path).
+  const storage::v1::ChangeEntry* latest = nullptr;
+  Hlc stamp = 0;
   for (const storage::v1::ChangeEntry& e : batch.entries()) {
-    // One Check for both: the later of the two decides.
-    const Hlc latest = std::max<Hlc>(e.version(), e.row_generation());
-    if (absl::Status s = Check(latest, absl::StrCat("a version in ", e.table()), peer); !s.ok()) {
-      return s;
+    const Hlc t = std::max<Hlc>(e.version(), e.row_generation());
+    if (latest == nullptr || t > stamp) {
+      latest = &e;
+      stamp = t;
     }
   }
-  return absl::OkStatus();
+  if (latest == nullptr) return absl::OkStatus();
+  return Check(stamp, absl::StrCat("a version in ", latest->table()), peer);
 }
 
 absl::Status ClockBound::CheckForward(const peer::v1::ForwardRequest& request,
