@@ -590,9 +590,14 @@ absl::StatusOr<Reply> OpsApi::ClusterStatus(const Fields&) const {
              {"rows_per_s", std::round(p.full_copy_rows_per_s)}}}});
     }
   }
-  return JsonReply(json{{"node_name", options_.node_name},
-                        {"is_enabled", !connections.empty()},
-                        {"connections", std::move(connections)}});
+  json body{{"node_name", options_.node_name},
+            {"is_enabled", !connections.empty()},
+            {"connections", std::move(connections)}};
+  if (options_.cluster != nullptr) {
+    // R16: links, snapshots, batches and forwarded drops refused for a clock or stamp ahead.
+    body["clock_offset_refusals"] = options_.cluster->clock_bound().refusals();
+  }
+  return JsonReply(body);
 }
 
 // {"operation": "create_backup", "name"?}: a consistent copy of the whole node under
