@@ -84,6 +84,26 @@ void ChangeLog::Sequencer::Release(uint64_t first) {
   if (moved && owner_->listener_) owner_->listener_();
 }
 
+void ChangeLog::Sequencer::AddHole(uint64_t first, uint64_t last) {
+  absl::MutexLock lock(&mu_);
+  holes_[first] = last;
+}
+
+uint64_t ChangeLog::Sequencer::BackBy(uint64_t top, uint64_t n) const {
+  absl::MutexLock lock(&mu_);
+  uint64_t pos = top;  // counting numbers in (pos, top]
+  for (auto it = holes_.upper_bound(pos); n > 0 && it != holes_.begin();) {
+    --it;
+    const uint64_t first = it->first, last = std::min(it->second, pos);
+    if (last < first) continue;  // the hole is above pos (cannot happen: upper_bound)
+    const uint64_t span = pos - last;  // used numbers between the hole and pos
+    if (span >= n) return pos - n;
+    n -= span;
+    pos = first - 1;
+  }
+  return pos > n ? pos - n : 0;
+}
+
 uint64_t ChangeLog::Sequencer::trimmed() const {
   absl::MutexLock lock(&mu_);
   return trimmed_;
@@ -140,6 +160,7 @@ absl::Status ChangeLog::RecoverSequences() {
   // Per database: how far it was trimmed, its persisted high-water (R15) and its last entry.
   struct Found {
     uint64_t trimmed = 0, high_water = 0, last = 0, last_logged_ms = 0;
+    std::map<uint64_t, uint64_t> holes;
   };
   absl::flat_hash_map<std::string, Found> found;
   for (absl::string_view prefix : {kLogTrimPrefix, kLogHighWaterPrefix}) {
@@ -150,6 +171,18 @@ absl::Status ChangeLog::RecoverSequences() {
       }
       Found& f = found[ToView(t->key()).substr(prefix.size())];
       (prefix == kLogTrimPrefix ? f.trimmed : f.high_water) = GetBigEndian64(ToView(t->value()));
+    }
+    CAIRN_RETURN_IF_ERROR(FromRocks(t->status()));
+  }
+  {
+    auto t = engine_->NewIterator(Cf::kMeta, nullptr, PrefixSuccessor(kLogHolePrefix));
+    for (t->Seek(ToSlice(kLogHolePrefix)); t->Valid(); t->Next()) {
+      const absl::string_view rest = ToView(t->key()).substr(kLogHolePrefix.size());
+      if (rest.size() < 9 || rest[rest.size() - 9] != '\0' || t->value().size() != 8) {
+        return absl::DataLossError("malformed loghole key");
+      }
+      found[rest.substr(0, rest.size() - 9)].holes[GetBigEndian64(rest.substr(rest.size() - 8))] =
+          GetBigEndian64(ToView(t->value()));
     }
     CAIRN_RETURN_IF_ERROR(FromRocks(t->status()));
   }
@@ -175,6 +208,20 @@ absl::Status ChangeLog::RecoverSequences() {
     it->Seek(next_db);
   }
   CAIRN_RETURN_IF_ERROR(FromRocks(it->status()));
+  // The numbers this restart skips (above the last entry, up to the high-water) are a hole:
+  // recorded, so that retention by count counts entries, not numbers.
+  rocksdb::WriteBatch holes;
+  for (auto& [db, f] : found) {
+    const uint64_t used = std::max(f.trimmed, f.last);
+    if (f.high_water <= used) continue;
+    f.holes[used + 1] = f.high_water;
+    std::string last;
+    PutBigEndian64(f.high_water, &last);
+    // why ignored: WriteBatch::Put only fails beyond 4 GiB.
+    holes.Put(engine_->cf(Cf::kMeta), ToSlice(LogHoleKey(db, used + 1)), last)
+        .PermitUncheckedError();
+  }
+  if (holes.Count() > 0) CAIRN_RETURN_IF_ERROR(engine_->Write(&holes));
   const uint64_t now_ms = NowMs();
   absl::MutexLock lock(&mu_);
   if (!dbs_.empty()) return absl::FailedPreconditionError("ChangeLog::Recover called twice");
@@ -186,6 +233,9 @@ absl::Status ChangeLog::RecoverSequences() {
     auto seq = std::make_unique<Sequencer>(this, db, last, f.high_water, now_ms);
     seq->set_trimmed(f.trimmed);
     seq->ObserveLogged(f.last_logged_ms);
+    for (const auto& [first, last_of_hole] : f.holes) {
+      if (last_of_hole > f.trimmed) seq->AddHole(first, last_of_hole);
+    }
     dbs_[db] = std::move(seq);
   }
   return absl::OkStatus();
@@ -279,7 +329,8 @@ absl::StatusOr<uint64_t> ChangeLog::TrimLocked(absl::string_view db, Sequencer* 
   const uint64_t committed = seq->watermark();
   if (committed < first) return 0;
   uint64_t cut = first - 1;  // trim every entry <= cut
-  if (committed - cut > keep_entries) cut = committed - keep_entries;
+  // By count of entries held: the numbers restarts skipped are not entries (invariant 2).
+  cut = std::max(cut, seq->BackBy(committed, keep_entries));
   // By age: entries are in commit order, so stop at the first young one.
   auto it = engine_->NewIterator(Cf::kChangeLog, nullptr, LogKey(db, committed + 1));
   uint64_t scanned = 0;
@@ -297,7 +348,7 @@ absl::StatusOr<uint64_t> ChangeLog::TrimLocked(absl::string_view db, Sequencer* 
     const uint64_t bound = keep_entries > UINT64_MAX / kPinnedRetentionFactor
                                ? UINT64_MAX
                                : keep_entries * kPinnedRetentionFactor;
-    const uint64_t hard_cut = committed > bound ? committed - bound : 0;
+    const uint64_t hard_cut = seq->BackBy(committed, bound);
     cut = std::min(cut, std::max(keep_from - 1, hard_cut));
   }
   if (cut < first) return 0;

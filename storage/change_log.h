@@ -155,6 +155,11 @@ class ChangeLog {
     uint64_t trimmed() const ABSL_LOCKS_EXCLUDED(mu_);
     void set_trimmed(uint64_t t) ABSL_LOCKS_EXCLUDED(mu_);
     uint64_t watermark() const ABSL_LOCKS_EXCLUDED(mu_);
+    // Numbers a restart skipped, [first, last], which hold no entry (retention by count
+    // does not count them).
+    void AddHole(uint64_t first, uint64_t last) ABSL_LOCKS_EXCLUDED(mu_);
+    // The seq `n` used numbers below `top` (holes not counted); 0 if there are fewer.
+    uint64_t BackBy(uint64_t top, uint64_t n) const ABSL_LOCKS_EXCLUDED(mu_);
 
     // For the tombstone horizon: the watermark and trim point now, and a logged_ms at or
     // below that of every entry pending now or reserved from now on.
@@ -173,6 +178,7 @@ class ChangeLog {
     uint64_t next_ ABSL_GUARDED_BY(mu_);     // next seq to hand out
     uint64_t durable_ ABSL_GUARDED_BY(mu_);  // persisted high-water, invariant (2)
     bool extending_ ABSL_GUARDED_BY(mu_) = false;  // a thread is persisting a higher one
+    std::map<uint64_t, uint64_t> holes_ ABSL_GUARDED_BY(mu_);  // first -> last, see AddHole
     // First seq of each unreleased run -> its logged_ms.
     std::map<uint64_t, uint64_t> pending_ ABSL_GUARDED_BY(mu_);
     uint64_t watermark_ ABSL_GUARDED_BY(mu_);           // < every pending seq, <= next_ - 1

@@ -114,6 +114,13 @@ std::string StripKey(uint64_t generation, absl::string_view attribute) {
 }
 
 std::string LogTrimKey(absl::string_view db) { return absl::StrCat(kLogTrimPrefix, db); }
+std::string LogHoleKey(absl::string_view db, uint64_t first) {
+  std::string k = absl::StrCat(kLogHolePrefix, db);
+  k.push_back('\0');
+  PutBigEndian64(first, &k);
+  return k;
+}
+
 std::string LogHighWaterKey(absl::string_view db) {
   return absl::StrCat(kLogHighWaterPrefix, db);
 }

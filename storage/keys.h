@@ -79,6 +79,10 @@ inline constexpr absl::string_view kLogTrimPrefix = "logtrim/";
 // none at or below it is handed out again (SPEC R15). Written synced, before use.
 std::string LogHighWaterKey(absl::string_view db);
 inline constexpr absl::string_view kLogHighWaterPrefix = "loghw/";
+// "loghole/<db>\0<first BE64>" -> BE64 last: numbers a restart skipped (up to the
+// high-water), never used; retention by count does not count them.
+std::string LogHoleKey(absl::string_view db, uint64_t first);
+inline constexpr absl::string_view kLogHolePrefix = "loghole/";
 std::string CursorKey(absl::string_view peer, absl::string_view db);
 std::string CursorPrefix(absl::string_view peer);  // "cursor/<peer>\0"
 inline constexpr absl::string_view kCursorPrefix = "cursor/";

@@ -87,6 +87,23 @@ TEST_F(ChangeLogTest, R15_ARestartResumesAboveThePersistedHighWater) {
   EXPECT_EQ(Reserve("db", 1).first(), high_water + 1);
 }
 
+// R12 with R15: the numbers a restart skips (up to the high-water) are not entries, so
+// retention by count keeps as many entries after a restart as before it.
+TEST_F(ChangeLogTest, R15_RetentionByCountCountsEntriesAcrossRestartHoles) {
+  Commit("db", Reserve("db", 5));  // seqs 1-5
+  Reopen();                          // resumes above the high-water: a hole after 5
+  Commit("db", Reserve("db", 5));
+  auto trimmed = log_->Trim("db", /*keep_entries=*/7, /*min_logged_ms=*/0);
+  ASSERT_OK(trimmed);
+  EXPECT_EQ(*trimmed, 3u);  // seqs 1-3; 4, 5 and the five after the restart stay
+  EXPECT_EQ(log_->TrimmedThrough("db"), 3u);
+  Reopen();  // the hole is remembered
+  Commit("db", Reserve("db", 1));
+  trimmed = log_->Trim("db", 7, 0);
+  ASSERT_OK(trimmed);
+  EXPECT_EQ(*trimmed, 1u);  // seq 4
+}
+
 TEST_F(ChangeLogTest, RecoverResumesAfterTheLastEntryOfEachDatabase) {
   {
     auto a = Reserve("alpha", 7);
