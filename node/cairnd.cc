@@ -144,11 +144,12 @@ void AddReplicationMetrics(Metrics* metrics, replication::Cluster* cluster) {
       {"cairn_peer_parked_oldest_seconds",
        "How long the oldest entry parked from the peer has waited for its table (R17); 0 when "
        "none. Over 600 s it is also in cluster_status last_error.",
-       "gauge", "peer", per_peer([](const replication::PeerStatus& p) {
+       "gauge", "peer", per_peer([cluster](const replication::PeerStatus& p) {
+         const absl::Time now = cluster->node()->hlc->WallNow();  // Parking's clock
          return p.oldest_parked_ms == 0
                     ? 0.0
                     : std::max(0.0, absl::ToDoubleSeconds(
-                                        absl::Now() - absl::FromUnixMillis(p.oldest_parked_ms)));
+                                        now - absl::FromUnixMillis(p.oldest_parked_ms)));
        })});
   metrics->AddExternal({"cairn_replication_full_copies_active",
                         "Full copies (R7) this node is receiving.", "gauge", [cluster] {

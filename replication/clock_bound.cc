@@ -8,7 +8,11 @@
 namespace cairn::replication {
 
 int64_t ClockBound::OffsetMs(int64_t wall_ms) const {
-  return wall_ms - absl::ToUnixMillis(hlc_->WallNow());
+  // A peer's value: no overflow whatever it says (both are far from the limits in practice).
+  const int64_t now_ms = absl::ToUnixMillis(hlc_->WallNow());
+  if (now_ms > 0 && wall_ms < INT64_MIN + now_ms) return INT64_MIN;
+  if (now_ms < 0 && wall_ms > INT64_MAX + now_ms) return INT64_MAX;
+  return wall_ms - now_ms;
 }
 
 absl::Status ClockBound::Refuse(int64_t ahead_ms, absl::string_view what,
@@ -35,7 +39,8 @@ absl::Status ClockBound::Check(Hlc stamp, absl::string_view what, absl::string_v
 }
 
 absl::Status ClockBound::CheckHello(const peer::v1::Hello& hello, absl::string_view peer) {
-  if (hello.wall_ms() == 0 || max_offset_ == absl::InfiniteDuration()) return absl::OkStatus();
+  // 0 (or less): a peer that does not send its clock; its stamps are still checked.
+  if (hello.wall_ms() <= 0 || max_offset_ == absl::InfiniteDuration()) return absl::OkStatus();
   const int64_t ahead = OffsetMs(hello.wall_ms());
   if (ahead <= absl::ToInt64Milliseconds(max_offset_)) return absl::OkStatus();
   return Refuse(ahead, "the wall clock", peer);

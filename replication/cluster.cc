@@ -701,8 +701,11 @@ std::vector<PeerDropStatus> Cluster::ForwardToAll(const peer::v1::ForwardRequest
     if (request.has_drop_database() && route.exclude.AnyIn(request.drop_database().database())) {
       // R11, sender's side: the peer drops the database minus what this route excludes.
       peer::v1::ForwardRequest narrowed = request;
-      for (const std::string& t : route.exclude.TablesIn(request.drop_database().database())) {
-        narrowed.mutable_drop_database()->add_keep_tables(t);
+      peer::v1::DropDatabase* d = narrowed.mutable_drop_database();
+      for (const std::string& t : route.exclude.TablesIn(d->database())) d->add_keep_tables(t);
+      d->clear_tables();  // and no stamp of an excluded table either
+      for (const peer::v1::TableStamp& t : request.drop_database().tables()) {
+        if (!route.exclude.Excludes(d->database(), t.table())) *d->add_tables() = t;
       }
       calls.push_back(std::async(std::launch::async, [this, route, narrowed] {
         return Forward(route, narrowed);
@@ -795,8 +798,9 @@ std::vector<PeerStatus> Cluster::Status() const {
         p.entries_received = r.entries_received;
         p.parked_entries = r.parked_entries;
         p.oldest_parked_ms = r.parked_entries > 0 ? r.oldest_parked_ms : 0;
+        // The clock Parking stamped parked_ms with.
         const absl::Duration parked_for =
-            absl::Now() - absl::FromUnixMillis(r.oldest_parked_ms);
+            node_->hlc->WallNow() - absl::FromUnixMillis(r.oldest_parked_ms);
         if (r.parked_entries > 0 && parked_for > kParkedReportAfter && p.last_error.empty()) {
           // R17: nothing waits silently.
           p.last_error = absl::StrCat(r.parked_entries, " entr", r.parked_entries == 1 ? "y" : "ies",

@@ -50,7 +50,7 @@ absl::StatusOr<bool> LinkSession::ReadHello() {
                                                       " (this node speaks ", kProtocolVersion,
                                                       ")"));
   }
-  if (hello.wall_ms() != 0) {
+  if (hello.wall_ms() > 0) {
     cluster_->RecordClockOffset(peer_, cluster_->clock_bound().OffsetMs(hello.wall_ms()));
   }
   CAIRN_RETURN_IF_ERROR(cluster_->clock_bound().CheckHello(hello, peer_));  // R16

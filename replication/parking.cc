@@ -1,5 +1,6 @@
 #include "replication/parking.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/container/btree_map.h"
@@ -94,22 +95,31 @@ absl::Status Parking::Retry() {
     std::vector<ChangeEntry> left;
     // Nothing can have changed for a name neither live nor marked here: skip the attempt.
     if (snap->FindTable(db, table).ok() || snap->MarkerFor(db, table) != 0) {
-      auto extra = [&](rocksdb::WriteBatch* wb) {
-        absl::flat_hash_set<std::string> still;
-        for (const ChangeEntry& e : left) still.insert(Identity(e));
-        for (size_t i = 0; i < g.entries.size(); ++i) {
-          // why ignored: WriteBatch::Delete only fails beyond 4 GiB.
-          if (!still.contains(Identity(g.entries[i]))) {
-            wb->Delete(node_->engine->cf(Cf::kMeta), ToSlice(g.keys[i])).PermitUncheckedError();
+      // In chunks, each one apply and one batch: a whole table may be parked (a full copy
+      // that came before its schema).
+      for (size_t from = 0; from < g.entries.size(); from += kRetryChunk) {
+        const size_t to = std::min(g.entries.size(), from + kRetryChunk);
+        const std::vector<ChangeEntry> chunk(g.entries.begin() + from, g.entries.begin() + to);
+        std::vector<ChangeEntry> chunk_left;
+        auto extra = [&](rocksdb::WriteBatch* wb) {
+          absl::flat_hash_set<std::string> still;
+          for (const ChangeEntry& e : chunk_left) still.insert(Identity(e));
+          for (size_t i = from; i < to; ++i) {
+            // why ignored: WriteBatch::Delete only fails beyond 4 GiB.
+            if (!still.contains(Identity(g.entries[i]))) {
+              wb->Delete(node_->engine->cf(Cf::kMeta), ToSlice(g.keys[i])).PermitUncheckedError();
+            }
           }
+        };
+        absl::StatusOr<catalog::ApplyStats> stats =
+            node_->records->ApplyPeerEntries(db, chunk, extra, &chunk_left);
+        if (!stats.ok()) {
+          chunk_left = chunk;  // kept for the next try; an ABORTED (schema moved) passes
+          if (stats.status().code() != absl::StatusCode::kAborted) return stats.status();
         }
-      };
-      absl::StatusOr<catalog::ApplyStats> stats =
-          node_->records->ApplyPeerEntries(db, g.entries, extra, &left);
-      if (!stats.ok()) {
-        left = g.entries;  // kept for the next try; an ABORTED (schema moved) passes
-        if (stats.status().code() != absl::StatusCode::kAborted) return stats.status();
-      } else if (left.size() < g.entries.size()) {
+        left.insert(left.end(), chunk_left.begin(), chunk_left.end());
+      }
+      if (left.size() < g.entries.size()) {
         spdlog::info("[{}] {}.{}: {} parked entr{} from {} applied or retired (R17)",
                      node_->records->node_name(), db, table, g.entries.size() - left.size(),
                      g.entries.size() - left.size() == 1 ? "y" : "ies", peer_);

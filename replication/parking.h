@@ -31,6 +31,7 @@ inline constexpr absl::Duration kParkedReportAfter = absl::Minutes(10);
 class Parking {
  public:
   static constexpr absl::Duration kRetryInterval = absl::Seconds(5);
+  static constexpr size_t kRetryChunk = 1000;  // entries per apply when retrying
 
   Parking(catalog::LocalNode* node, std::string peer);
 

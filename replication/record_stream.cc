@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "catalog/names.h"
 #include "common/fault.h"
 #include "common/fault_points.h"
 #include "common/status.h"
@@ -446,6 +447,8 @@ absl::StatusOr<peer::v1::Refetch> ReceiverState::NewRefetches() {
 
 absl::Status ReceiverState::Apply(const peer::v1::ChangeBatch& batch) {
   const std::string& db = batch.database();
+  // A peer's value: a name this node could not hold would also split parked keys wrongly.
+  CAIRN_RETURN_IF_ERROR(catalog::ValidateDatabaseName(db));
   std::vector<ChangeEntry> entries;
   entries.reserve(batch.entries_size());
   for (const ChangeEntry& e : batch.entries()) {
