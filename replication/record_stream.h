@@ -9,8 +9,13 @@
 //                  and applies each ChangeBatch together with its cursor in one WriteBatch
 //                  (R6), so a crash at any point resumes exactly where the batch left off.
 //
-// Crash semantics, receiver side: a batch is applied, logged for relay, and its cursor moved,
-// all in one WriteBatch; before it commits nothing of it happened, after it everything did.
+// Crash semantics, receiver side: a batch is applied, logged for relay, its entries that
+// cannot apply yet parked (R17, Parking), and its cursor moved, all in one WriteBatch; before
+// it commits nothing of it happened, after it everything did.
+//
+// Sender invariant (R15): the cursor a batch moves the peer to never passes an entry that was
+// not sent, unless the entry is provably not for the peer (node-local, excluded, the peer's
+// own, superseded in a generation that is still the live one, or of a table that is gone).
 // A resubscription starts after the last committed cursor. A batch that arrives twice (never,
 // with one claimed subscription per peer, but cheaply so) is made of identity ties (D5).
 //
