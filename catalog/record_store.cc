@@ -302,7 +302,7 @@ absl::StatusOr<WriteResult> RecordStore::Delete(absl::string_view db, absl::stri
   }
   rocksdb::WriteBatch batch;
   CAIRN_ASSIGN_OR_RETURN(storage::ChangeLog::Reservation seqs,
-                           EmitSlots(engine_, log_, def->database(), slots, &batch));
+                         EmitSlots(engine_, log_, def->database(), slots, &batch));
   if (seqs.count() == 0) return result;
   CAIRN_RETURN_IF_ERROR(CommitLocal(&batch));
   return result;

@@ -49,8 +49,7 @@ bool SchemaIsCurrentUnderDynamicLock(const TableDef& d) ABSL_NO_THREAD_SAFETY_AN
 
 absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
     absl::string_view db, const std::vector<ChangeEntry>& entries,
-    const std::function<void(rocksdb::WriteBatch*)>& extra,
-    std::vector<ChangeEntry>* unapplied) {
+    const std::function<void(rocksdb::WriteBatch*)>& extra, std::vector<ChangeEntry>* unapplied) {
   for (int attempt = 0; attempt < kMaxSchemaRetries; ++attempt) {
     ApplyStats stats;
     if (unapplied != nullptr) unapplied->clear();

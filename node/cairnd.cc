@@ -127,13 +127,12 @@ void AddReplicationMetrics(Metrics* metrics, replication::Cluster* cluster) {
        "gauge", "peer", per_peer([](const replication::PeerStatus& p) {
          return static_cast<double>(p.clock_offset_ms);
        })});
-  metrics->AddExternal({"cairn_clock_offset_refusals_total",
-                        "Peer links, batches, snapshots and forwarded drops refused because a "
-                        "clock or stamp was ahead of this node's by more than --max-clock-offset "
-                        "(R16).",
-                        "counter", [cluster] {
-                          return static_cast<double>(cluster->clock_bound().refusals());
-                        }});
+  metrics->AddExternal(
+      {"cairn_clock_offset_refusals_total",
+       "Peer links, batches, snapshots and forwarded drops refused because a "
+       "clock or stamp was ahead of this node's by more than --max-clock-offset "
+       "(R16).",
+       "counter", [cluster] { return static_cast<double>(cluster->clock_bound().refusals()); }});
   metrics->AddExternalSeries(
       {"cairn_peer_parked_entries",
        "Entries from the peer parked until their table is defined here (R17).", "gauge", "peer",

@@ -301,8 +301,7 @@ absl::StatusOr<Reply> OpsApi::DropDatabase(const Fields& f) const {
   json body = Message(absl::StrCat("successfully deleted '", db, "'"));
   body["replicated"] = json::array();
   if (dropped.timed && options_.cluster != nullptr) {
-    body["replicated"] =
-        PeerDropStatuses(
+    body["replicated"] = PeerDropStatuses(
         options_.cluster->ForwardDropDatabase(db, dropped.dropped_time, dropped.tables));
   }
   return JsonReply(body);

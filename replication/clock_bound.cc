@@ -15,8 +15,7 @@ int64_t ClockBound::OffsetMs(int64_t wall_ms) const {
   return wall_ms - now_ms;
 }
 
-absl::Status ClockBound::Refuse(int64_t ahead_ms, absl::string_view what,
-                                absl::string_view peer) {
+absl::Status ClockBound::Refuse(int64_t ahead_ms, absl::string_view what, absl::string_view peer) {
   refusals_.fetch_add(1, std::memory_order_relaxed);
   const std::string message =
       absl::StrCat(what, " from ", peer, " is ", ahead_ms, " ms ahead of this node's clock, over ",

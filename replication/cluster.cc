@@ -301,15 +301,14 @@ void Cluster::TrimOnce() {
       0, absl::ToUnixMillis(node_->engine->clock()->Now() - options_.log_retention_age)));
   for (const std::string& db : node_->log->Databases()) {
     auto need = keep_from.find(db);
-    absl::StatusOr<uint64_t> trimmed =
-        node_->log->Trim(db, options_.log_retention_entries, oldest_ms,
-                         need == keep_from.end() ? 0 : need->second);
+    absl::StatusOr<uint64_t> trimmed = node_->log->Trim(
+        db, options_.log_retention_entries, oldest_ms, need == keep_from.end() ? 0 : need->second);
     if (!trimmed.ok()) {
       spdlog::warn("[{}] trimming the change log of '{}': {}", options_.node_name, db,
                    trimmed.status().ToString());
     } else if (*trimmed > 0) {
-      spdlog::info("[{}] trimmed {} change-log entr{} of '{}' (retention, R12)",
-                   options_.node_name, *trimmed, *trimmed == 1 ? "y" : "ies", db);
+      spdlog::info("[{}] trimmed {} change-log entr{} of '{}' (retention, R12)", options_.node_name,
+                   *trimmed, *trimmed == 1 ? "y" : "ies", db);
     }
   }
 }
@@ -637,14 +636,14 @@ void Cluster::DialLoop(const PeerRoute& route) {
     // Wakes early when stopped or when the route is removed (both change state under mu_).
     std::pair<Cluster*, uint64_t> arg(this, route.id);
     absl::MutexLock lock(&mu_);
-    mu_.AwaitWithTimeout(absl::Condition(
-                             +[](std::pair<Cluster*, uint64_t>* a) {
-                               a->first->mu_.AssertReaderHeld();  // evaluated by a reader unlocking too
-                               return a->first->stopping_.load() ||
-                                      !a->first->HasRouteIdLocked(a->second);
-                             },
-                             &arg),
-                         wait);
+    mu_.AwaitWithTimeout(
+        absl::Condition(
+            +[](std::pair<Cluster*, uint64_t>* a) {
+              a->first->mu_.AssertReaderHeld();  // evaluated by a reader unlocking too
+              return a->first->stopping_.load() || !a->first->HasRouteIdLocked(a->second);
+            },
+            &arg),
+        wait);
   }
 }
 
@@ -707,9 +706,8 @@ std::vector<PeerDropStatus> Cluster::ForwardToAll(const peer::v1::ForwardRequest
       for (const peer::v1::TableStamp& t : request.drop_database().tables()) {
         if (!route.exclude.Excludes(d->database(), t.table())) *d->add_tables() = t;
       }
-      calls.push_back(std::async(std::launch::async, [this, route, narrowed] {
-        return Forward(route, narrowed);
-      }));
+      calls.push_back(std::async(std::launch::async,
+                                 [this, route, narrowed] { return Forward(route, narrowed); }));
       continue;
     }
     calls.push_back(std::async(std::launch::async,
@@ -730,7 +728,8 @@ std::vector<PeerDropStatus> Cluster::ForwardDropTable(const std::string& db,
 }
 
 std::vector<PeerDropStatus> Cluster::ForwardDropDatabase(
-    const std::string& db, Hlc dropped_time, const std::vector<std::pair<std::string, Hlc>>& tables) {
+    const std::string& db, Hlc dropped_time,
+    const std::vector<std::pair<std::string, Hlc>>& tables) {
   peer::v1::ForwardRequest request;
   request.mutable_drop_database()->set_database(db);
   request.mutable_drop_database()->set_dropped_time(dropped_time);
@@ -803,10 +802,10 @@ std::vector<PeerStatus> Cluster::Status() const {
             node_->hlc->WallNow() - absl::FromUnixMillis(r.oldest_parked_ms);
         if (r.parked_entries > 0 && parked_for > kParkedReportAfter && p.last_error.empty()) {
           // R17: nothing waits silently.
-          p.last_error = absl::StrCat(r.parked_entries, " entr", r.parked_entries == 1 ? "y" : "ies",
-                                      " parked for over ", absl::FormatDuration(kParkedReportAfter),
-                                      ", the oldest of ", r.oldest_parked_table,
-                                      ": its table is not defined here, or its drop is stuck (R17)");
+          p.last_error = absl::StrCat(
+              r.parked_entries, " entr", r.parked_entries == 1 ? "y" : "ies", " parked for over ",
+              absl::FormatDuration(kParkedReportAfter), ", the oldest of ", r.oldest_parked_table,
+              ": its table is not defined here, or its drop is stuck (R17)");
         }
         p.cursors = r.cursors;
       }

@@ -96,12 +96,12 @@ struct PeerStatus {
   bool full_copy_active = false;
   double full_copy_percent = 0;
   double full_copy_rows_per_s = 0;
-  uint64_t entries_received = 0;                   // since the link came up
+  uint64_t entries_received = 0;  // since the link came up
   // R16: the peer's wall clock minus ours at its last Hello (ms; one-way latency included).
   int64_t clock_offset_ms = 0;
   // R17: its entries parked here until their table is defined, and how old the oldest is.
   uint64_t parked_entries = 0;
-  int64_t oldest_parked_ms = 0;  // wall ms the oldest was parked; 0: none
+  int64_t oldest_parked_ms = 0;                    // wall ms the oldest was parked; 0: none
   absl::btree_map<std::string, uint64_t> cursors;  // last applied seq of its log, per database
 };
 

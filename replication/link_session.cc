@@ -280,13 +280,13 @@ void LinkSession::ApplierLoop() {
     peer::v1::ChangeBatch batch;
     {
       absl::MutexLock lock(&mu_);
-      const bool woken = mu_.AwaitWithTimeout(
-          absl::Condition(
-              +[](LinkSession* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
-                return s->done_ || !s->inbox_.empty() || s->refetch_check_;
-              },
-              this),
-          Parking::kRetryInterval);
+      const bool woken =
+          mu_.AwaitWithTimeout(absl::Condition(
+                                   +[](LinkSession* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
+                                     return s->done_ || !s->inbox_.empty() || s->refetch_check_;
+                                   },
+                                   this),
+                               Parking::kRetryInterval);
       if (done_) break;
       if (!woken || refetch_check_ || inbox_.empty()) {
         refetch_check_ = false;
@@ -339,9 +339,10 @@ absl::Status LinkSession::Run() {
         SchemaApplyStats stats;
         // R16 first: nothing of a snapshot with a stamp from the future is applied.
         absl::Status s = cluster_->clock_bound().CheckSchema(m.db_schema(), peer_);
-        if (s.ok()) s = ApplyDbSchema(cluster_->node()->catalog.get(),
-                                       cluster_->node()->records.get(), m.db_schema(), &stats,
-                                       cluster_->ExclusionsFor(peer_));  // R11, receiver's side
+        if (s.ok())
+          s = ApplyDbSchema(cluster_->node()->catalog.get(), cluster_->node()->records.get(),
+                            m.db_schema(), &stats,
+                            cluster_->ExclusionsFor(peer_));  // R11, receiver's side
         if (!s.ok()) {
           // A snapshot this node cannot apply (a bad name, a full disk) ends the link; the
           // dialer retries with backoff and the peer resends everything.

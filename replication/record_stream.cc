@@ -310,8 +310,8 @@ absl::StatusOr<bool> LogSender::NextLog(const catalog::CatalogSnapshot& snap, co
   }
   if (last < from) return false;  // the first entry needs a newer snapshot
   for (size_t i = 0; i < reads.size(); ++i) {
-    if (rows[i].has_value()) RowEntry(reads[i].entry.table(), reads[i].entry.key(), &*rows[i],
-                                      out->add_entries());
+    if (rows[i].has_value())
+      RowEntry(reads[i].entry.table(), reads[i].entry.key(), &*rows[i], out->add_entries());
   }
   out->set_database(db);
   out->set_last_seq(last);

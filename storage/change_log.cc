@@ -15,7 +15,7 @@ ChangeLog::Reservation::~Reservation() {
 }
 
 absl::StatusOr<uint64_t> ChangeLog::Sequencer::Reserve(uint64_t count, uint64_t now_ms,
-                                                        uint64_t* logged_ms) {
+                                                       uint64_t* logged_ms) {
   while (true) {
     uint64_t target = 0;
     {
@@ -95,7 +95,7 @@ uint64_t ChangeLog::Sequencer::BackBy(uint64_t top, uint64_t n) const {
   for (auto it = holes_.upper_bound(pos); n > 0 && it != holes_.begin();) {
     --it;
     const uint64_t first = it->first, last = std::min(it->second, pos);
-    if (last < first) continue;  // the hole is above pos (cannot happen: upper_bound)
+    if (last < first) continue;        // the hole is above pos (cannot happen: upper_bound)
     const uint64_t span = pos - last;  // used numbers between the hole and pos
     if (span >= n) return pos - n;
     n -= span;

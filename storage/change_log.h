@@ -175,8 +175,8 @@ class ChangeLog {
     ChangeLog* const owner_;
     const std::string db_;
     mutable absl::Mutex mu_;
-    uint64_t next_ ABSL_GUARDED_BY(mu_);     // next seq to hand out
-    uint64_t durable_ ABSL_GUARDED_BY(mu_);  // persisted high-water, invariant (2)
+    uint64_t next_ ABSL_GUARDED_BY(mu_);           // next seq to hand out
+    uint64_t durable_ ABSL_GUARDED_BY(mu_);        // persisted high-water, invariant (2)
     bool extending_ ABSL_GUARDED_BY(mu_) = false;  // a thread is persisting a higher one
     std::map<uint64_t, uint64_t> holes_ ABSL_GUARDED_BY(mu_);  // first -> last, see AddHole
     // First seq of each unreleased run -> its logged_ms.

@@ -121,9 +121,7 @@ std::string LogHoleKey(absl::string_view db, uint64_t first) {
   return k;
 }
 
-std::string LogHighWaterKey(absl::string_view db) {
-  return absl::StrCat(kLogHighWaterPrefix, db);
-}
+std::string LogHighWaterKey(absl::string_view db) { return absl::StrCat(kLogHighWaterPrefix, db); }
 
 std::string CursorPrefix(absl::string_view peer) {
   std::string k = absl::StrCat(kCursorPrefix, peer);

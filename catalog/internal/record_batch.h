@@ -86,8 +86,10 @@ absl::Status LoadSlots(storage::Engine* engine, std::vector<Slot>* slots,
 // change-log entry each (D3, D4), under sequence numbers reserved in `db`'s log. The returned
 // reservation must live until the batch has committed (or failed): it holds the watermark.
 // Fails (adding nothing) when the log cannot reserve numbers (ChangeLog::Reserve).
-absl::StatusOr<storage::ChangeLog::Reservation> EmitSlots(storage::Engine* engine, storage::ChangeLog* log,
-                                          absl::string_view db, const std::vector<Slot>& slots,
-                                          rocksdb::WriteBatch* batch);
+absl::StatusOr<storage::ChangeLog::Reservation> EmitSlots(storage::Engine* engine,
+                                                          storage::ChangeLog* log,
+                                                          absl::string_view db,
+                                                          const std::vector<Slot>& slots,
+                                                          rocksdb::WriteBatch* batch);
 
 }  // namespace cairn::catalog::internal

@@ -723,9 +723,9 @@ TEST_F(CairndTest, ClusterStatusListsThisNodeAndItsConfiguredPeers) {
   EXPECT_EQ(c["name"], "n2");
   EXPECT_EQ(c["url"], "127.0.0.1:1");
   EXPECT_EQ(c["connected"], false);
-  for (const char* field : {"authenticated", "schema_in_sync", "lag_entries", "lag_ms",
-                            "last_error", "full_copy", "capabilities", "clock_offset_ms",
-                            "parked_entries"}) {
+  for (const char* field :
+       {"authenticated", "schema_in_sync", "lag_entries", "lag_ms", "last_error", "full_copy",
+        "capabilities", "clock_offset_ms", "parked_entries"}) {
     EXPECT_TRUE(c.contains(field)) << field;
   }
   EXPECT_EQ(s["clock_offset_refusals"], 0);  // R16

@@ -164,8 +164,7 @@ TEST_F(ConfigTest, BadValuesAreRefusedWithTheirFlag) {
             "at most the tombstone retention, 24h"},
            {{"--name", "n1", "--data-dir", "/x", "--max-clock-offset", "soon"},
             "--max-clock-offset"},
-           {{"--name", "n1", "--data-dir", "/x", "--max-clock-offset", "0s"},
-            "--max-clock-offset"},
+           {{"--name", "n1", "--data-dir", "/x", "--max-clock-offset", "0s"}, "--max-clock-offset"},
        }) {
     ParsedCommandLine p = Parse(c.args);
     EXPECT_FALSE(p.run) << c.message;

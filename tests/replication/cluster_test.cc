@@ -572,8 +572,8 @@ TEST_F(ClusterTest, R16_StampsFromTheFutureAreRefusedBeforeTheyAreObserved) {
   EXPECT_LT(a->node_hlc_now(), future);
 
   ASSERT_OK(a->catalog().CreateTable(Spec("shop", "kept", {"x"})));
-  auto peer_client =
-      peer::v1::Peer::NewStub(grpc::CreateChannel(a->address(), grpc::InsecureChannelCredentials()));
+  auto peer_client = peer::v1::Peer::NewStub(
+      grpc::CreateChannel(a->address(), grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
   context.AddMetadata("cairn-node", "x");
   context.AddMetadata("cairn-secret", "s3cret");

@@ -405,9 +405,9 @@ TEST_F(RecordReplicationTest, R15_NumbersOfAFailedCommitAreNotReusedAfterARestar
 
   a->faults().Set(fault_points::kWriteBeforeCommit,
                   FaultAction::ReturnError(absl::InternalError("injected")));
-  EXPECT_FALSE(
-      a->records().Write("shop", "orders", Rows("k", 2, 4, "lost"), catalog::WriteMode::kUpsert)
-          .ok());
+  EXPECT_FALSE(a->records()
+                   .Write("shop", "orders", Rows("k", 2, 4, "lost"), catalog::WriteMode::kUpsert)
+                   .ok());
   a->faults().Clear(fault_points::kWriteBeforeCommit);
   const uint64_t gap_end = a->local().log->CommittedSeq("shop");
   ASSERT_GE(gap_end, 3u);

@@ -64,7 +64,7 @@ TEST_F(ChangeLogTest, UncommittedReservationLeavesAGap) {
 // R15: numbers of a failed commit that the watermark passed (so a peer's cursor may stand
 // on them) are not handed out again after a restart, though no entry holds them.
 TEST_F(ChangeLogTest, R15_NumbersOfAFailedCommitAreNeverReusedAfterARestart) {
-  Commit("db", Reserve("db", 1));     // seq 1
+  Commit("db", Reserve("db", 1));      // seq 1
   { auto failed = Reserve("db", 2); }  // seqs 2-3: reserved, never committed
   EXPECT_EQ(log_->CommittedSeq("db"), 3u);
   Reopen();
@@ -91,7 +91,7 @@ TEST_F(ChangeLogTest, R15_ARestartResumesAboveThePersistedHighWater) {
 // retention by count keeps as many entries after a restart as before it.
 TEST_F(ChangeLogTest, R15_RetentionByCountCountsEntriesAcrossRestartHoles) {
   Commit("db", Reserve("db", 5));  // seqs 1-5
-  Reopen();                          // resumes above the high-water: a hole after 5
+  Reopen();                        // resumes above the high-water: a hole after 5
   Commit("db", Reserve("db", 5));
   auto trimmed = log_->Trim("db", /*keep_entries=*/7, /*min_logged_ms=*/0);
   ASSERT_OK(trimmed);
