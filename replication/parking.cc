@@ -21,7 +21,8 @@ using storage::v1::ParkedEntry;
 
 namespace {
 
-// What tells parked entries of one table apart: key, version, origin.
+// What tells parked entries of one table apart, and ends their storage key: key, version,
+// origin.
 std::string Identity(const ChangeEntry& e) {
   std::string id = e.key();
   id.push_back('\0');
@@ -41,10 +42,7 @@ void Parking::Park(const std::string& db, const std::vector<ChangeEntry>& entrie
   for (const ChangeEntry& e : entries) {
     // One key per version: parking reads nothing, so it cannot fail inside the batch's
     // commit. The same version again (a duplicate, D5) overwrites itself.
-    std::string key = storage::ParkedKey(peer_, db, e.table(), e.key());
-    key.push_back('\0');
-    storage::PutBigEndian64(e.version(), &key);
-    key.append(e.origin());
+    const std::string key = storage::ParkedKey(peer_, db, e.table(), Identity(e));
     ParkedEntry parked;
     *parked.mutable_entry() = e;
     parked.set_parked_ms(now_ms);

@@ -301,8 +301,7 @@ absl::StatusOr<bool> LogSender::NextLog(const catalog::CatalogSnapshot& snap, co
     if (rows[i].has_value()) continue;
     if (live == nullptr) live = node_->catalog->Snapshot();
     const uint64_t now = LiveGeneration(*live, db, reads[i].entry.table());
-    auto in_snap = snap.FindTable(db, reads[i].entry.table());
-    if (now == 0 || (in_snap.ok() && (*in_snap)->generation_id() == now)) continue;
+    if (now == 0 || reads[i].generation == now) continue;
     stale_snapshot_ = true;
     last = reads[i].seq - 1;
     reads.resize(i);

@@ -92,7 +92,8 @@ std::string PurgeKey(uint64_t generation);
 inline constexpr absl::string_view kPurgePrefix = "purge/";
 std::string RefetchKey(absl::string_view db, absl::string_view table, absl::string_view peer);
 inline constexpr absl::string_view kRefetchPrefix = "refetch/";
-// "parked/<peer>\0<db>\0<table>\0<encoded pk>": a peer's entry waiting for its table (R17).
+// "parked/<peer>\0<db>\0<table>\0<id>": a peer's entry waiting for its table (R17); the
+// parker's id is the encoded pk, \0, BE64 version and origin (one key per version).
 std::string ParkedKey(absl::string_view peer, absl::string_view db, absl::string_view table,
                       absl::string_view encoded_pk);
 std::string ParkedPrefix(absl::string_view peer);  // "parked/<peer>\0"
