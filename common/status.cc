@@ -38,6 +38,9 @@ constexpr CodeInfo kCodes[] = {
     {"TABLE_DROPPING", absl::StatusCode::kUnavailable, 503},
     {"SHUTTING_DOWN", absl::StatusCode::kUnavailable, 503},
     {"INTERNAL", absl::StatusCode::kInternal, 500},
+    {"LENGTH_REQUIRED", absl::StatusCode::kFailedPrecondition, 411},
+    {"HEADER_TOO_LARGE", absl::StatusCode::kResourceExhausted, 431},
+    {"TOO_MANY_CONNECTIONS", absl::StatusCode::kUnavailable, 503},
 };
 static_assert(sizeof(kCodes) / sizeof(kCodes[0]) == kMaxErrorCode + 1);
 

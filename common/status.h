@@ -35,8 +35,11 @@ enum class ErrorCode : int32_t {
   kTableDropping = 15,           // UNAVAILABLE           503  SPEC C9
   kShuttingDown = 16,            // UNAVAILABLE           503
   kInternal = 17,                // INTERNAL              500
+  kLengthRequired = 18,          // FAILED_PRECONDITION   411  a body without Content-Length
+  kHeaderTooLarge = 19,          // RESOURCE_EXHAUSTED    431
+  kTooManyConnections = 20,      // UNAVAILABLE           503  over a connection cap
 };
-inline constexpr int kMaxErrorCode = 17;
+inline constexpr int kMaxErrorCode = 20;
 
 // The canonical code that goes with a domain code (the table above).
 absl::StatusCode CanonicalCodeFor(ErrorCode code);

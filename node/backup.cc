@@ -43,7 +43,11 @@ absl::StatusOr<BackupInfo> CreateBackup(catalog::LocalNode* node, const std::str
   CAIRN_RETURN_IF_ERROR(ValidateBackupName(name));
   namespace fs = std::filesystem;
   std::error_code ec;
-  fs::create_directories(backup_dir, ec);
+  // Backups hold every record: created 0700 whatever the umask (as the data directory).
+  if (!fs::exists(backup_dir, ec)) {
+    fs::create_directories(backup_dir, ec);
+    if (!ec) fs::permissions(backup_dir, fs::perms::owner_all, fs::perm_options::replace, ec);
+  }
   if (ec) {
     return Error(ErrorCode::kInternal,
                  absl::StrCat("creating the backup directory ", backup_dir, ": ", ec.message()));
@@ -63,6 +67,7 @@ absl::StatusOr<BackupInfo> CreateBackup(catalog::LocalNode* node, const std::str
   const std::string tmp =
       absl::StrCat(backup_dir, "/.tmp-", name, "-", absl::Uniform<uint32_t>(absl::BitGen()));
   fs::create_directories(tmp, ec);
+  if (!ec) fs::permissions(tmp, fs::perms::owner_all, fs::perm_options::replace, ec);
   auto cleanup = [&tmp] {
     std::error_code ignored;  // a leftover is removed at the next start
     fs::remove_all(tmp, ignored);

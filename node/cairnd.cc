@@ -7,18 +7,22 @@
 // bound addresses. SIGTERM or SIGINT: refuse new requests (503), finish in-flight ones, flush,
 // remove ready.json, exit 0. SIGKILL at any moment loses no acknowledged write: every write
 // is in the WAL before it is acknowledged.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
 
 #include "absl/debugging/failure_signal_handler.h"
 #include "absl/debugging/symbolize.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "catalog/local_node.h"
@@ -179,6 +183,37 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartPeerServer(
   return server;
 }
 
+// SPEC R2, issue 18: the peer port is never open. Without --cluster-secret-file and without
+// TLS, the node uses a random secret of its own, kept in <data-dir>/cluster-secret (0600), so
+// it accepts no peer until it is given the cluster's secret (or TLS).
+absl::StatusOr<std::string> OwnClusterSecret(const std::string& data_dir) {
+  const std::string path = data_dir + "/cluster-secret";
+  std::string secret;
+  if (std::ifstream in(path); in) {
+    std::getline(in, secret);
+    if (!secret.empty()) return secret;
+  }
+  std::string random(32, '\0');
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  if (!urandom.read(random.data(), static_cast<std::streamsize>(random.size()))) {
+    return Error(ErrorCode::kInternal, "cannot read /dev/urandom");
+  }
+  secret = absl::WebSafeBase64Escape(random);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0 || ::write(fd, secret.data(), secret.size()) != static_cast<ssize_t>(secret.size()) ||
+      ::fsync(fd) != 0) {
+    if (fd >= 0) ::close(fd);
+    return Error(ErrorCode::kInternal, absl::StrCat("cannot write ", path));
+  }
+  ::close(fd);
+  spdlog::warn(
+      "no --cluster-secret-file and no TLS: this node accepts no peer. It generated its own "
+      "secret in {}; give every node of the cluster one secret with --cluster-secret-file "
+      "(or TLS) to link them",
+      path);
+  return secret;
+}
+
 int Run(const NodeConfig& config) {
   // Every thread inherits this mask: SIGTERM and SIGINT are taken by sigwait() below only.
   sigset_t stop_signals;
@@ -196,8 +231,21 @@ int Run(const NodeConfig& config) {
   };
 
   std::error_code ec;
-  std::filesystem::create_directories(config.data_dir, ec);
+  // Created 0700 whatever the umask: it holds every record and the node's secrets.
+  if (!std::filesystem::exists(config.data_dir, ec)) {
+    std::filesystem::create_directories(config.data_dir, ec);
+    if (!ec) {
+      std::filesystem::permissions(config.data_dir, std::filesystem::perms::owner_all,
+                                   std::filesystem::perm_options::replace, ec);
+    }
+  }
   if (ec) return fail("creating the data directory", Error(ErrorCode::kInternal, ec.message()));
+  std::string cluster_secret = config.cluster_secret;
+  if (cluster_secret.empty() && config.tls_cert_file.empty()) {
+    absl::StatusOr<std::string> own = OwnClusterSecret(config.data_dir);
+    if (!own.ok()) return fail("cluster secret", own.status());
+    cluster_secret = *own;
+  }
   const std::string ready_path = config.data_dir + "/ready.json";
   std::filesystem::remove(ready_path, ec);  // left by a killed process; not ours to trust
 
@@ -250,7 +298,7 @@ int Run(const NodeConfig& config) {
   api_options.backup_dir = config.backup_dir;
   replication::ClusterOptions cluster_options;
   cluster_options.node_name = config.name;
-  cluster_options.secret = config.cluster_secret;
+  cluster_options.secret = cluster_secret;
   cluster_options.tls_cert = config.tls_cert;
   cluster_options.tls_key = config.tls_key;
   cluster_options.tls_ca = config.tls_ca;
@@ -273,7 +321,14 @@ int Run(const NodeConfig& config) {
   http_options.admin_user = config.admin_user;
   http_options.admin_password = config.admin_password;
   http_options.max_body_bytes = config.max_body_bytes;
-  http_options.threads = HttpThreadsFor(config);
+  http_options.worker_threads = HttpThreadsFor(config);
+  http_options.io_threads = HttpIoThreadsFor(config);
+  http_options.max_connections = config.max_connections;
+  http_options.max_connections_per_client = config.max_connections_per_client;
+  http_options.header_limit = config.max_header_bytes;
+  http_options.request_timeout = config.request_timeout;
+  http_options.idle_timeout = config.idle_timeout;
+  http_options.metrics_require_auth = config.metrics_require_auth;
   http_options.tls_cert_file = config.ops_tls_cert_file;
   http_options.tls_key_file = config.ops_tls_key_file;
   HttpServer http(&api, &metrics, http_options);
@@ -297,7 +352,7 @@ int Run(const NodeConfig& config) {
         ops->ToString());
   }
   spdlog::info("serving: ops {} ({}, {} threads), peer {} ({}); ready file {}", ops->ToString(),
-               config.ops_tls_cert_file.empty() ? "HTTP" : "HTTPS", http_options.threads,
+               config.ops_tls_cert_file.empty() ? "HTTP" : "HTTPS", http_options.worker_threads,
                peer.ToString(), config.tls_cert_file.empty() ? "plaintext" : "mutual TLS",
                ready_path);
   if (absl::Status s = cluster.Start(); !s.ok()) return fail("peer links", s);
@@ -341,6 +396,12 @@ int main(int argc, char** argv) {
   // A crash (an assertion in a library, a fault) prints its stack to the log before it dies.
   absl::InitializeSymbolizer(argv[0]);
   absl::InstallFailureSignalHandler(absl::FailureSignalHandlerOptions());
+  // Connections are descriptors: take the hard limit, so that --max-connections (and not the
+  // shell's default of 1024) is what caps them.
+  if (rlimit limit{}; getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
   cairn::node::ParsedCommandLine parsed = cairn::node::ParseCommandLine(argc, argv);
   if (!parsed.run) {
     std::fputs(parsed.message.c_str(), parsed.exit_code == 0 ? stdout : stderr);

@@ -4,7 +4,9 @@
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -79,6 +81,17 @@ class YamlConfig : public CLI::Config {
 absl::Status ReadSecretFile(const std::string& path, std::string* out) {
   std::ifstream in(path);
   if (!in) return Error(ErrorCode::kBadRequest, absl::StrCat("cannot read '", path, "'"));
+  // A secret others can read is not one (decision 75: warned, not refused, so that a
+  // deployment is not broken by an upgrade; the warning names the fix).
+  std::error_code ec;
+  const auto perms = std::filesystem::status(path, ec).permissions();
+  if (!ec && (perms & (std::filesystem::perms::group_all | std::filesystem::perms::others_all)) !=
+                 std::filesystem::perms::none) {
+    std::fprintf(stderr,
+                 "cairnd: WARNING: '%s' is readable by other users than its owner; a password or "
+                 "secret there is not secret (chmod 600 '%s')\n",
+                 path.c_str(), path.c_str());
+  }
   std::stringstream ss;
   ss << in.rdbuf();
   *out = std::string(absl::StripTrailingAsciiWhitespace(ss.str()));
@@ -164,6 +177,17 @@ absl::Status ValidateConfig(const NodeConfig& c) {
   if (c.http_threads < 0 || c.http_threads > 4096) {
     return Error(ErrorCode::kBadRequest, "--http-threads must be between 0 (automatic) and 4096");
   }
+  if (c.max_connections < 1 || c.max_connections_per_client < 1) {
+    return Error(ErrorCode::kBadRequest,
+                 "--max-connections and --max-connections-per-client must be positive");
+  }
+  if (c.max_header_bytes < 1024 || c.max_header_bytes > (1u << 20)) {
+    return Error(ErrorCode::kBadRequest, "--max-header-bytes must be between 1024 and 1 MiB");
+  }
+  if (c.request_timeout < absl::Milliseconds(100) || c.idle_timeout < absl::Milliseconds(100)) {
+    return Error(ErrorCode::kBadRequest,
+                 "--request-timeout and --idle-timeout must be at least 100ms");
+  }
   if (c.tombstone_retention < absl::Hours(1)) {
     // Shorter than a peer's ordinary absence would let its older writes resurrect deletes.
     return Error(ErrorCode::kBadRequest, "--tombstone-retention must be at least 1h");
@@ -190,10 +214,15 @@ absl::Status ValidateConfig(const NodeConfig& c) {
 
 int HttpThreadsFor(const NodeConfig& config) {
   if (config.http_threads > 0) return config.http_threads;
-  // Threads mostly wait on clients; 64 covers the benchmark's 32 keep-alive clients plus
-  // headroom for slow ones, and more cores get proportionally more.
+  // Operations wait on RocksDB (a synced write, a compaction stall) and streamed answers on
+  // their readers; 32 keeps the cores busy through such waits.
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(64, 16 * cores);
+  return std::max(32, 8 * cores);
+}
+
+int HttpIoThreadsFor(const NodeConfig&) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::clamp(cores / 2, 1, 4);
 }
 
 ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
@@ -266,8 +295,26 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   app.add_flag("--sync-writes", c.sync_writes, "fsync every write before acknowledging it");
   app.add_option("--max-body-bytes", c.max_body_bytes, "largest request body accepted")
       ->capture_default_str();
-  app.add_option("--http-threads", c.http_threads, "operations API threads (0: from the machine)")
+  app.add_option("--http-threads", c.http_threads,
+                 "operations API worker threads (0: from the machine)")
       ->capture_default_str();
+  app.add_option("--max-connections", c.max_connections,
+                 "operations API connections at most; more are refused at once")
+      ->capture_default_str();
+  app.add_option("--max-connections-per-client", c.max_connections_per_client,
+                 "operations API connections at most from one client address")
+      ->capture_default_str();
+  app.add_option("--max-header-bytes", c.max_header_bytes,
+                 "largest request line and headers accepted (431 beyond)")
+      ->capture_default_str();
+  std::string request_timeout = "10s", idle_timeout = "5s";
+  app.add_option("--request-timeout", request_timeout,
+                 "how long a request may take from its first byte to its last")
+      ->capture_default_str();
+  app.add_option("--idle-timeout", idle_timeout, "how long a connection may wait between requests")
+      ->capture_default_str();
+  app.add_flag("--metrics-require-auth", c.metrics_require_auth,
+               "GET /metrics needs the admin credentials too");
   app.add_option("--log-level", c.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   app.set_version_flag("--version", "cairnd " CAIRN_VERSION);
@@ -325,6 +372,14 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   if (!absl::ParseDuration(max_clock_offset, &c.max_clock_offset)) {
     return fail(Error(ErrorCode::kBadRequest, absl::StrCat("--max-clock-offset '", max_clock_offset,
                                                            "' is not a duration like 500ms")));
+  }
+  for (auto [text, field, flag] :
+       {std::make_tuple(&request_timeout, &c.request_timeout, "--request-timeout"),
+        std::make_tuple(&idle_timeout, &c.idle_timeout, "--idle-timeout")}) {
+    if (!absl::ParseDuration(*text, field)) {
+      return fail(Error(ErrorCode::kBadRequest,
+                        absl::StrCat(flag, " '", *text, "' is not a duration like 10s")));
+    }
   }
   if (retention_age.empty()) {
     c.log_retention_age = c.tombstone_retention;

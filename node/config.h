@@ -66,6 +66,13 @@ struct NodeConfig {
 
   uint64_t max_body_bytes = 10 << 20;  // SPEC §5: 10 MiB
   int http_threads = 0;                // 0: sized from the machine (HttpThreadsFor)
+  // The operations API's front door (docs/operations.md "Security", node/http_server.h).
+  int max_connections = 4096;
+  int max_connections_per_client = 256;
+  uint32_t max_header_bytes = 16 << 10;
+  absl::Duration request_timeout = absl::Seconds(10);
+  absl::Duration idle_timeout = absl::Seconds(5);
+  bool metrics_require_auth = false;
   std::string log_level = "info";
 };
 
@@ -87,8 +94,10 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv);
 // listener without an admin password (SPEC §6). BAD_REQUEST says which rule failed.
 absl::Status ValidateConfig(const NodeConfig& config);
 
-// Pool threads for the operations API: one pooled thread serves one keep-alive connection,
-// so the pool bounds concurrent clients (docs/design/0002-node-program.md).
+// Worker threads for the operations API: they run operations, not connections (an idle or
+// slow connection holds none), so the count bounds concurrent operations, not clients.
 int HttpThreadsFor(const NodeConfig& config);
+// I/O threads for the operations API's sockets.
+int HttpIoThreadsFor(const NodeConfig& config);
 
 }  // namespace cairn::node

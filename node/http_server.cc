@@ -1,251 +1,247 @@
+// HttpServer: the listening socket, admission (guarantee 2), the I/O and worker threads, and
+// an orderly stop. A connection's life is node/http_session.cc.
 #include "node/http_server.h"
 
-#include <sys/socket.h>
+#include <sys/resource.h>
 
-#include <cerrno>
-#include <cstring>
+#include <thread>
 #include <utility>
+#include <vector>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/escaping.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "boost/asio/executor_work_guard.hpp"
+#include "boost/asio/io_context.hpp"
+#include "boost/asio/ip/tcp.hpp"
+#include "boost/asio/post.hpp"
+#include "boost/asio/ssl/context.hpp"
+#include "boost/asio/steady_timer.hpp"
+#include "boost/asio/strand.hpp"
 #include "common/status.h"
-#include "httplib.h"
+#include "node/http_session.h"
 #include "spdlog/spdlog.h"
 
 namespace cairn::node {
 namespace {
 
-constexpr char kJson[] = "application/json";
-// Idle keep-alive connections are closed after this, which also bounds how long Stop()
-// waits for them (SIGTERM must finish within 10 s, SPEC §6).
-constexpr time_t kKeepAliveTimeoutSeconds = 3;
-// A client that stalls mid-request for this long loses its connection (and its thread).
-constexpr time_t kReadTimeoutSeconds = 5;
-constexpr time_t kWriteTimeoutSeconds = 5;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using http_internal::HttpShared;
 
-// Per pool thread: the request being served. httplib runs one request at a time per thread,
-// from the pre-routing handler to the logger.
-thread_local absl::Time t_start;
-thread_local std::string t_operation;
-
-bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
-  }
-  return diff == 0;
-}
-
-void SetReply(httplib::Response& res, const Reply& reply) {
-  res.status = reply.status;
-  res.set_content(reply.body, kJson);
-}
+// File descriptors kept for RocksDB, the peer port and the logs when capping connections.
+constexpr int kReservedDescriptors = 512;
 
 }  // namespace
 
-absl::Status HttpServer::Authorize(const std::string& header) const {
-  if (options_.admin_password.empty()) return absl::OkStatus();
-  if (header.size() > 6 && absl::EqualsIgnoreCase(header.substr(0, 6), "basic ")) {
-    std::string decoded;
-    if (absl::Base64Unescape(absl::StripAsciiWhitespace(header.substr(6)), &decoded)) {
-      const size_t colon = decoded.find(':');
-      if (colon != std::string::npos) {
-        // Both comparisons always run: the time taken does not tell which one failed.
-        const int user_ok = ConstantTimeEquals(decoded.substr(0, colon), options_.admin_user);
-        const int password_ok =
-            ConstantTimeEquals(decoded.substr(colon + 1), options_.admin_password);
-        if ((user_ok & password_ok) != 0) return absl::OkStatus();
-      }
+class HttpServer::Impl {
+ public:
+  Impl(OperationHandler handler, Metrics* metrics, HttpServerOptions options)
+      : shared_(std::make_shared<HttpShared>(std::move(handler), metrics, std::move(options))),
+        acceptor_(net::make_strand(ioc_)),
+        retry_(acceptor_.get_executor()) {}
+
+  ~Impl() { Stop(); }
+
+  absl::StatusOr<HostPort> Start();
+  void BeginDrain() { shared_->draining.store(true); }
+  void Stop();
+
+ private:
+  const HttpServerOptions& opt() const { return shared_->options; }
+  void Accept();
+  void Accepted(tcp::socket socket);
+  void AddMetrics();
+
+  std::shared_ptr<HttpShared> shared_;
+  std::unique_ptr<net::ssl::context> tls_;  // outlives ioc_: streams refer to it
+  int max_connections_ = 0;
+  net::io_context ioc_;
+  tcp::acceptor acceptor_;
+  net::steady_timer retry_;  // accept failed (out of descriptors): try again shortly
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
+  std::vector<std::thread> threads_;
+  bool started_ = false, stopped_ = false;
+  absl::Time accept_error_logged_ = absl::InfinitePast();
+};
+
+absl::StatusOr<HostPort> HttpServer::Impl::Start() {
+  const HttpServerOptions& o = opt();
+  if (!o.tls_cert_file.empty()) {
+    tls_ = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
+    tls_->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                      net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
+                      net::ssl::context::no_tlsv1_1 | net::ssl::context::single_dh_use);
+    boost::system::error_code ec;
+    tls_->use_certificate_chain_file(o.tls_cert_file, ec);
+    if (!ec) tls_->use_private_key_file(o.tls_key_file, net::ssl::context::pem, ec);
+    if (ec) {
+      tls_.reset();
+      return Error(
+          ErrorCode::kBadRequest,
+          absl::StrCat("cannot serve HTTPS with certificate ", o.tls_cert_file, " and key ",
+                       o.tls_key_file, ": not a PEM certificate chain and its matching key (",
+                       ec.message(), ")"));
     }
   }
-  return Error(ErrorCode::kUnauthorized,
-               header.empty() ? "credentials required (Basic auth)" : "wrong user or password");
-}
-
-HttpServer::HttpServer(const OpsApi* api, Metrics* metrics, HttpServerOptions options)
-    : api_(api), metrics_(metrics), options_(std::move(options)) {}
-
-HttpServer::~HttpServer() { Stop(); }
-
-absl::StatusOr<HostPort> HttpServer::Start() {
-  if (options_.tls_cert_file.empty()) {
-    server_ = std::make_unique<httplib::Server>();
-  } else {
-    server_ = std::make_unique<httplib::SSLServer>(options_.tls_cert_file.c_str(),
-                                                   options_.tls_key_file.c_str());
-    if (!server_->is_valid()) {
-      server_.reset();
-      return Error(ErrorCode::kBadRequest,
-                   absl::StrCat("cannot serve HTTPS with certificate ", options_.tls_cert_file,
-                                " and key ", options_.tls_key_file,
-                                ": not a PEM certificate chain and its matching key"));
+  // Guarantee 2 needs descriptors: a cap the process cannot reach would fail accept() instead.
+  max_connections_ = o.max_connections;
+  if (rlimit limit{}; getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    const int usable = static_cast<int>(limit.rlim_cur) - kReservedDescriptors;
+    if (usable < max_connections_) {
+      max_connections_ = std::max(16, usable);
+      spdlog::warn(
+          "[{}] --max-connections {} is more than this process's descriptor limit allows "
+          "(ulimit -n {}): serving at most {} connections",
+          o.node_name, o.max_connections, limit.rlim_cur, max_connections_);
     }
   }
-  httplib::Server& svr = *server_;
-  const int threads = options_.threads;
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  svr.set_tcp_nodelay(true);  // else 44 ms per request on a keep-alive connection
-  svr.set_keep_alive_max_count(1'000'000);
-  svr.set_keep_alive_timeout(kKeepAliveTimeoutSeconds);
-  svr.set_read_timeout(kReadTimeoutSeconds, 0);
-  svr.set_write_timeout(kWriteTimeoutSeconds, 0);
-  svr.set_payload_max_length(options_.max_body_bytes);
-  // httplib's default also sets SO_REUSEPORT, which lets a second node bind the same port
-  // and silently take half its connections. Only SO_REUSEADDR here.
-  // The callback sees the listening socket before bind(); remember it (see below).
-  int listen_fd = -1;
-  svr.set_socket_options([&listen_fd](int sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    listen_fd = sock;
-  });
 
-  // Runs before any body is read. The body limit holds only for bodies sent with
-  // Content-Length (httplib reads chunked and compressed bodies whole, unbounded), so those
-  // are refused here, unread; the connection closes after the answer.
-  svr.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
-    t_start = absl::Now();
-    t_operation = "unknown";
-    if (req.method != "POST") return httplib::Server::HandlerResponse::Unhandled;
-    absl::Status refused;
-    if (req.has_header("Transfer-Encoding")) {
-      refused = Error(ErrorCode::kBadRequest,
-                      "chunked request bodies are not accepted: send the body with Content-Length");
-    } else if (req.has_header("Content-Encoding") &&
-               !absl::EqualsIgnoreCase(req.get_header_value("Content-Encoding"), "identity")) {
-      refused = Error(ErrorCode::kBadRequest, "compressed request bodies are not accepted");
-    }
-    if (refused.ok()) return httplib::Server::HandlerResponse::Unhandled;
-    res.set_header("Connection", "close");
-    SetReply(res, ErrorReply(refused));
-    return httplib::Server::HandlerResponse::Handled;
-  });
+  boost::system::error_code ec;
+  tcp::resolver resolver(ioc_);
+  auto endpoints = resolver.resolve(o.listen.host, std::to_string(o.listen.port),
+                                    tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+  auto fail = [&](absl::string_view what) {
+    return Error(ErrorCode::kInternal, absl::StrCat("cannot listen on ", o.listen.ToString(), " (",
+                                                    what, ": ", ec.message(), ")"));
+  };
+  if (ec || endpoints.empty()) return fail("resolve");
+  const tcp::endpoint endpoint = endpoints.begin()->endpoint();
+  acceptor_.open(endpoint.protocol(), ec);
+  if (ec) return fail("socket");
+  // SO_REUSEADDR only: SO_REUSEPORT would let a second node bind the same port and silently
+  // take half the connections.
+  acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+  acceptor_.bind(endpoint, ec);
+  if (ec) return fail("bind");
+  acceptor_.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) return fail("listen");
+  HostPort bound = o.listen;
+  bound.port = acceptor_.local_endpoint().port();
 
-  svr.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    t_operation = "health";
-    if (draining_.load()) {
-      SetReply(res, ErrorReply(Error(ErrorCode::kShuttingDown, "the node is shutting down")));
-      return;
-    }
-    res.set_content(nlohmann::json{{"status", "ok"}, {"node_name", options_.node_name}}.dump(),
-                    kJson);
-  });
-
-  svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    t_operation = "metrics";
-    res.set_content(metrics_->RenderPrometheus(), "text/plain; version=0.0.4");
-  });
-
-  svr.Post("/", [this](const httplib::Request& req, httplib::Response& res) {
-    if (draining_.load()) {
-      res.set_header("Connection", "close");
-      SetReply(res, ErrorReply(Error(ErrorCode::kShuttingDown, "the node is shutting down")));
-      return;
-    }
-    // The body was read (at most --max-body-bytes) before this check: answering with it unread
-    // would make the kernel reset the connection, and the client might never see the 401.
-    if (absl::Status auth = Authorize(req.get_header_value("Authorization")); !auth.ok()) {
-      res.set_header("WWW-Authenticate", "Basic realm=\"cairn\"");
-      SetReply(res, ErrorReply(auth));
-      return;
-    }
-    Reply reply = api_->Handle(req.body);
-    t_operation = reply.operation;
-    metrics_->RecordWrites(reply.operation, reply.records_written);
-    if (reply.stream) {
-      res.status = 200;
-      auto stream = std::move(reply.stream);
-      const std::string node_name = options_.node_name;
-      res.set_chunked_content_provider(kJson, [stream, node_name](size_t, httplib::DataSink& sink) {
-        // Returning false without done() aborts the transfer: the client sees a body cut
-        // short, never a well-formed answer with records missing.
-        bool complete = false;
-        try {
-          complete = stream([&sink](absl::string_view piece) {
-            return sink.is_writable() && sink.write(piece.data(), piece.size());
-          });
-        } catch (const std::exception& e) {
-          spdlog::error("[{}] streamed answer failed: {}", node_name, e.what());
-        }
-        if (complete) sink.done();
-        return complete;
-      });
-      return;
-    }
-    SetReply(res, reply);
-  });
-
-  // httplib's own refusals (413 for a body over the limit, 400 for a broken request, 404 for
-  // an unknown path) get the API's error shape. Replies we built already have a body.
-  svr.set_error_handler(
-      httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        absl::Status error;
-        if (res.status == 413) {
-          error = Error(ErrorCode::kBodyTooLarge,
-                        absl::StrCat("the body is larger than the limit (--max-body-bytes)"));
-        } else if (res.status == 404 || res.status == 405) {
-          res.status = 400;
-          error = Error(ErrorCode::kBadRequest,
-                        absl::StrCat("no such endpoint: ", req.method, " ", req.path,
-                                     " (operations are POST /; also GET /health, GET /metrics)"));
-        } else {
-          res.status = 400;
-          error = Error(ErrorCode::kBadRequest, "malformed HTTP request");
-        }
-        Reply reply = ErrorReply(error);
-        res.status = reply.status;
-        res.set_content(reply.body, kJson);
-        return httplib::Server::HandlerResponse::Handled;
-      }));
-
-  svr.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    const absl::Time start = t_start == absl::Time() ? absl::Now() : t_start;
-    const absl::Duration latency = absl::Now() - start;
-    metrics_->RecordRequest(t_operation, res.status, latency);
-    spdlog::debug("[{}] {} {} {} -> {} in {}", options_.node_name, req.remote_addr, req.method,
-                  t_operation, res.status, absl::FormatDuration(latency));
-    t_start = absl::Time();
-    t_operation = "unknown";  // for requests httplib refuses before routing
-  });
-
-  int port = options_.listen.port;
-  if (port == 0) {
-    port = svr.bind_to_any_port(options_.listen.host);
-    if (port < 0) port = 0;
-  } else if (!svr.bind_to_port(options_.listen.host, port)) {
-    port = 0;
+  AddMetrics();
+  work_.emplace(net::make_work_guard(ioc_));
+  for (int i = 0; i < std::max(1, o.io_threads); ++i) {
+    threads_.emplace_back([this] { ioc_.run(); });
   }
-  // cpp-httplib 0.11 listens with a backlog of 5: a burst of new connections overflows the
-  // accept queue, and connections completed by SYN cookies then lose their request (the client
-  // reads a reset). Linux lets listen() on a listening socket raise its backlog.
-  if (port != 0 && listen_fd >= 0 && ::listen(listen_fd, SOMAXCONN) != 0) {
-    spdlog::warn("[{}] could not raise the listen backlog: {}", options_.node_name,
-                 std::strerror(errno));
-  }
-  svr.set_socket_options([](int) {});  // drops the reference to the local listen_fd
-  if (port == 0) {
-    return Error(ErrorCode::kInternal, absl::StrCat("cannot listen on ", options_.listen.ToString(),
-                                                    " (address in use or not local)"));
-  }
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
-  // stop() is a no-op until the loop runs: wait for it, so a Stop() right after Start()
-  // (a SIGTERM during startup) cannot leave the thread serving forever.
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (!server_->is_running() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
-  HostPort bound = options_.listen;
-  bound.port = port;
+  net::post(acceptor_.get_executor(), [this] { Accept(); });
+  started_ = true;
   return bound;
 }
 
-void HttpServer::Stop() {
-  if (server_ == nullptr) return;
-  server_->stop();
-  if (thread_.joinable()) thread_.join();
-  server_.reset();
+void HttpServer::Impl::AddMetrics() {
+  Metrics* m = shared_->metrics;
+  std::shared_ptr<HttpShared> s = shared_;
+  m->AddExternal({"cairn_http_connections", "Open connections to the operations API", "gauge",
+                  [s] { return static_cast<double>(s->connections()); }});
+  m->AddExternal({"cairn_http_connections_refused_total",
+                  "Connections refused over --max-connections or --max-connections-per-client",
+                  "counter", [s] { return static_cast<double>(s->refused_connections.load()); }});
+  m->AddExternal({"cairn_http_timeouts_total",
+                  "Connections closed because a request or an idle connection timed out", "counter",
+                  [s] { return static_cast<double>(s->timeouts.load()); }});
+  m->AddExternal({"cairn_http_malformed_requests_total",
+                  "Requests refused by the HTTP parser or its framing rules", "counter",
+                  [s] { return static_cast<double>(s->malformed.load()); }});
+  m->AddExternal({"cairn_http_internal_errors_total",
+                  "Operations that failed with an exception (answered 500 INTERNAL)", "counter",
+                  [s] { return static_cast<double>(s->internal_errors.load()); }});
+  m->AddExternal({"cairn_http_login_failures_total", "Requests with missing or wrong credentials",
+                  "counter", [s] { return static_cast<double>(s->logins.failures_total()); }});
 }
+
+void HttpServer::Impl::Accept() {
+  acceptor_.async_accept(
+      net::make_strand(ioc_), [this](boost::system::error_code ec, tcp::socket socket) {
+        if (!acceptor_.is_open()) return;
+        if (ec) {
+          // Out of descriptors, most likely: the pending connection stays queued; try again
+          // shortly rather than spin.
+          if (absl::Now() - accept_error_logged_ > absl::Seconds(10)) {
+            spdlog::warn("[{}] accept failed: {}", opt().node_name, ec.message());
+            accept_error_logged_ = absl::Now();
+          }
+          retry_.expires_after(std::chrono::milliseconds(50));
+          retry_.async_wait([this](boost::system::error_code wait_ec) {
+            if (!wait_ec) Accept();
+          });
+          return;
+        }
+        Accepted(std::move(socket));
+        Accept();
+      });
+}
+
+void HttpServer::Impl::Accepted(tcp::socket socket) {
+  boost::system::error_code ec;
+  const tcp::endpoint remote = socket.remote_endpoint(ec);
+  if (ec) return;  // already gone
+  socket.set_option(tcp::no_delay(true), ec);
+  std::string address = remote.address().to_string();
+  if (shared_->draining.load()) return;  // the socket closes with this scope
+  // Guarantee 2: over a cap, refused at once. On plain HTTP the client hears why (one small
+  // non-blocking write into an empty socket buffer); on HTTPS it would take a handshake.
+  bool admitted = shared_->connections() < max_connections_ && shared_->Admit(address);
+  if (!admitted) {
+    ++shared_->refused_connections;
+    if (tls_ == nullptr) {
+      static const std::string kRefusal = [] {
+        const std::string body =
+            R"({"error":"too many connections (--max-connections, --max-connections-per-client))"
+            R"(","code":"TOO_MANY_CONNECTIONS"})";
+        return absl::StrCat(
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+            "Content-Length: ",
+            body.size(), "\r\nConnection: close\r\n\r\n", body);
+      }();
+      socket.non_blocking(true, ec);
+      socket.write_some(net::buffer(kRefusal), ec);
+      socket.shutdown(tcp::socket::shutdown_both, ec);
+    }
+    return;
+  }
+  http_internal::StartSession(shared_, std::move(socket), std::move(address), tls_.get());
+}
+
+void HttpServer::Impl::Stop() {
+  if (!started_ || stopped_) return;
+  stopped_ = true;
+  shared_->draining.store(true);
+  net::post(acceptor_.get_executor(), [this] {
+    boost::system::error_code ignored;
+    acceptor_.close(ignored);
+    retry_.cancel();
+  });
+  // Running operations finish and their answers go out (with Connection: close); idle
+  // connections close now. Bounded: SIGTERM must finish within 10 s (SPEC §6).
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (shared_->running.load() > 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  shared_->CancelAll();
+  while (shared_->connections() > 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(2));
+    shared_->CancelAll();
+  }
+  work_.reset();
+  ioc_.stop();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+  // A worker still inside an operation holds its connection, whose socket belongs to ioc_:
+  // wait for it before ioc_ goes away.
+  shared_->workers.join();
+}
+
+HttpServer::HttpServer(OperationHandler handler, Metrics* metrics, HttpServerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(handler), metrics, std::move(options))) {}
+
+HttpServer::HttpServer(const OpsApi* api, Metrics* metrics, HttpServerOptions options)
+    : HttpServer([api](absl::string_view body) { return api->Handle(body); }, metrics,
+                 std::move(options)) {}
+
+HttpServer::~HttpServer() = default;
+
+absl::StatusOr<HostPort> HttpServer::Start() { return impl_->Start(); }
+void HttpServer::BeginDrain() { impl_->BeginDrain(); }
+void HttpServer::Stop() { impl_->Stop(); }
 
 }  // namespace cairn::node

@@ -1,25 +1,38 @@
-// HttpServer: the operations API over HTTP/1.1 (cpp-httplib). `POST /` runs an operation
-// (OpsApi), `GET /health` and `GET /metrics` need no credentials. Basic authentication with
-// the admin user when a password is configured; bodies over the limit are refused with 413
-// before they are parsed. Each keep-alive connection holds one pool thread while open, so the
-// pool bounds concurrent clients; read and idle timeouts free the threads of slow clients.
-// With a certificate it serves HTTPS only (a plaintext request gets no answer).
-// Thread-safe.
+// HttpServer: the operations API over HTTP/1.1, on Boost.Beast over Asio, built for a hostile
+// network (docs/design/0007-front-doors.md). `POST /` runs an operation, `GET /health` and
+// `GET /metrics` answer without credentials (unless --metrics-require-auth).
+//
+// What it guarantees, whatever a client sends (each is a test in tests/node/front_door_test.cc):
+//  1. Threads do not grow with connections: `io_threads` run every socket (an idle or slow
+//     connection holds no thread), `worker_threads` run operations (RocksDB never runs on an
+//     I/O thread).
+//  2. Connections are capped in total and per client address; the excess is refused at once
+//     (503 on plain HTTP, a close on HTTPS), never queued.
+//  3. A request has one deadline from its first byte to its last (`request_timeout`); a
+//     connection between requests closes after `idle_timeout`. A trickle cannot hold a slot.
+//  4. Credentials are checked from the headers before the body is read: a request without them
+//     is answered 401 and at most `header_limit` more bytes of it are read; no `100 Continue`
+//     goes out for it. Repeated failures from one address are answered more and more slowly.
+//  5. Headers are limited in bytes and in count (431); a body needs exactly one
+//     `Content-Length` (411 without, 400 for two), at most `max_body_bytes` (413); chunked and
+//     compressed bodies are refused. Malformed requests (a header line without a colon, a space
+//     before one, a NUL) get 400 and the connection closes.
+//  6. Pipelined requests are answered in order, one at a time.
+//  7. An exception escaping an operation is a 500 INTERNAL, logged and counted.
+// With a certificate it serves HTTPS only (a plaintext request gets no answer). Thread-safe.
 #pragma once
 
-#include <atomic>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "node/config.h"
 #include "node/metrics.h"
 #include "node/ops_api.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace cairn::node {
 
@@ -28,39 +41,46 @@ struct HttpServerOptions {
   HostPort listen;
   std::string admin_user;
   std::string admin_password;  // empty: no authentication (the node listens on loopback only)
+  bool metrics_require_auth = false;
   uint64_t max_body_bytes = 10 << 20;
-  int threads = 64;
+  uint32_t header_limit = 16 << 10;  // bytes of request line and headers
+  uint32_t max_header_fields = 100;
+  int io_threads = 2;
+  int worker_threads = 32;
+  int max_connections = 4096;
+  int max_connections_per_client = 256;
+  absl::Duration request_timeout = absl::Seconds(10);  // first byte to last byte of a request
+  absl::Duration idle_timeout = absl::Seconds(5);      // between requests on one connection
+  absl::Duration write_timeout = absl::Seconds(10);    // per write of an answer
   // HTTPS when both are set: PEM files of the certificate chain and its key.
   std::string tls_cert_file, tls_key_file;
 };
 
+// Runs one operation: the body of a `POST /` in, its reply out. Runs on a worker thread.
+using OperationHandler = std::function<Reply(absl::string_view body)>;
+
 class HttpServer {
  public:
+  HttpServer(OperationHandler handler, Metrics* metrics, HttpServerOptions options);
+  // Serves `api`'s operations.
   HttpServer(const OpsApi* api, Metrics* metrics, HttpServerOptions options);
   ~HttpServer();  // Stop()
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds (port 0: any free port) and serves on a background thread. Returns the bound
-  // address. Connections made once this returns are served.
+  // Binds (port 0: any free port) and serves. Returns the bound address; connections made
+  // once this returns are served.
   absl::StatusOr<HostPort> Start();
   // From now on requests answer 503 SHUTTING_DOWN and connections close after them.
-  void BeginDrain() { draining_.store(true); }
-  // Stops accepting, lets in-flight requests finish, and joins the serving thread.
+  void BeginDrain();
+  // Stops accepting, lets running operations finish, closes every connection and joins the
+  // threads.
   void Stop();
 
- private:
-  // OK when no password is configured or `authorization` (the header) names the admin user
-  // and password; UNAUTHORIZED otherwise.
-  absl::Status Authorize(const std::string& authorization) const;
+  class Impl;
 
-  const OpsApi* const api_;
-  Metrics* const metrics_;
-  const HttpServerOptions options_;
-  const std::string expected_authorization_;  // "Basic base64(user:password)", or empty
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
-  std::atomic<bool> draining_{false};
+ private:
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace cairn::node

@@ -468,6 +468,15 @@ std::shared_ptr<grpc::ServerCredentials> Cluster::ServerCredentials() const {
 }
 
 absl::StatusOr<std::string> Cluster::Authenticate(const grpc::ServerContext& context) const {
+  if (options_.secret.empty() && !tls()) {
+    // R2: nothing a caller sends is applied before it is authenticated, and without a secret
+    // or TLS nothing can authenticate it. cairnd never runs so (it generates a secret); a
+    // library user who forgot both gets a closed port, not an open one.
+    spdlog::warn("[{}] refused a peer call from {}: no cluster secret and no TLS configured",
+                 options_.node_name, context.peer());
+    return absl::UnauthenticatedError(
+        "this node has no cluster secret and no TLS: it accepts no peer (R2)");
+  }
   if (!options_.secret.empty() &&
       !ConstantTimeEquals(Metadata(context, kSecretHeader), options_.secret)) {
     spdlog::warn("[{}] refused a peer call from {}: wrong or missing cluster secret",

@@ -47,8 +47,8 @@ struct PeerRoute {
 
 struct ClusterOptions {
   std::string node_name;
-  // Shared cluster secret (R2), sent as call metadata and required from callers. Empty: peers
-  // are not authenticated (loopback only, enforced by the node's configuration rules).
+  // Shared cluster secret (R2), sent as call metadata and required from callers. Empty and no
+  // TLS either: every peer call is refused (the port is never open to anyone).
   std::string secret;
   std::vector<PeerRoute> peers;
   // Mutual TLS (R2), PEM text: this node's certificate chain and key, and the CA that signs

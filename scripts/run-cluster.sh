@@ -16,7 +16,7 @@ base="$root/var/cluster"
 mkdir -p "$base"
 export CAIRN_ADMIN_USER=admin
 export CAIRN_ADMIN_PASSWORD="${CAIRN_ADMIN_PASSWORD:-cairn-demo}"
-[ -s "$base/secret" ] || head -c 24 /dev/urandom | base64 > "$base/secret"
+[ -s "$base/secret" ] || (umask 077 && head -c 24 /dev/urandom | base64 > "$base/secret")
 
 pids=()
 stop() {

@@ -58,6 +58,9 @@ absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(ClusterOptions options) 
   std::error_code ec;
   std::filesystem::create_directories(c->dir_, ec);
   std::ofstream(c->dir_ + "/secret") << "harness-cluster-secret\n";
+  std::filesystem::permissions(
+      c->dir_ + "/secret", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+      std::filesystem::perm_options::replace, ec);
   for (const std::string& name : c->options_.names) {
     CAIRN_RETURN_IF_ERROR(c->StartMember(name, {}));
   }

@@ -32,6 +32,9 @@ TEST(StatusTest, HttpStatusesFollowTheSpecTable) {
   EXPECT_EQ(HttpStatusFor(Error(ErrorCode::kBodyTooLarge, "x")), 413);
   EXPECT_EQ(HttpStatusFor(Error(ErrorCode::kTableDropping, "x")), 503);
   EXPECT_EQ(HttpStatusFor(Error(ErrorCode::kShuttingDown, "x")), 503);
+  EXPECT_EQ(HttpStatusFor(Error(ErrorCode::kLengthRequired, "x")), 411);
+  EXPECT_EQ(HttpStatusFor(Error(ErrorCode::kHeaderTooLarge, "x")), 431);
+  EXPECT_EQ(HttpStatusFor(Error(ErrorCode::kTooManyConnections, "x")), 503);
   EXPECT_EQ(HttpStatusFor(absl::InternalError("boom")), 500);
   EXPECT_EQ(HttpStatusFor(absl::InvalidArgumentError("bad")), 400);
 }

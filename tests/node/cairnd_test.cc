@@ -605,7 +605,7 @@ TEST_F(CairndTest, BadInput_ChunkedAndCompressedBodiesAreRefusedUnread) {
   auto [status, body] = RawExchange("POST / HTTP/1.1\r\nHost: x\r\n" + BasicAuthHeader() +
                                     "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
                                     size + "\r\n" + op + "\r\n0\r\n\r\n");
-  EXPECT_EQ(status, 400) << body;
+  EXPECT_EQ(status, 411) << body;  // LENGTH_REQUIRED (issue 18)
   EXPECT_THAT(body, HasSubstr("Content-Length"));
   std::tie(status, body) =
       RawExchange("POST / HTTP/1.1\r\nHost: x\r\n" + BasicAuthHeader() +

@@ -30,6 +30,10 @@ class CairndClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::ofstream(dir_.Sub("secret")) << "cluster-secret\n";
+    std::filesystem::permissions(
+        dir_.Sub("secret"),
+        std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+        std::filesystem::perm_options::replace);
     for (const char* name : {"n1", "n2", "n3"}) StartNode(name);
   }
 

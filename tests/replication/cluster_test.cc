@@ -337,6 +337,36 @@ TEST_F(ClusterTest, R9_ForwardNamingAnotherNodeThanTheCallerIsRefused) {
   EXPECT_EQ(b->catalog().Snapshot()->MarkerFor("shop", "t"), 0u);
 }
 
+// R2: a node configured with neither a secret nor TLS accepts no peer at all. Before, it
+// accepted anyone naming itself: a Forward with only `cairn-node` dropped a table.
+TEST_F(ClusterTest, R2_WithoutASecretOrTlsNoPeerCallIsApplied) {
+  auto open = NewNode("open", /*secret=*/"");
+  ASSERT_OK(open->catalog().CreateTable(Spec("shop", "t", {"x"})));
+  auto stub = peer::v1::Peer::NewStub(
+      grpc::CreateChannel(open->address(), grpc::InsecureChannelCredentials()));
+  peer::v1::ForwardRequest request;
+  request.mutable_drop_table()->set_database("shop");
+  request.mutable_drop_table()->set_table("t");
+  request.mutable_drop_table()->set_dropped_time(HybridClock::Make(4'000'000'000'000, 0));
+  grpc::ClientContext context;
+  context.AddMetadata("cairn-node", "anyone");
+  context.AddMetadata("cairn-replicated-from", "anyone");
+  peer::v1::ForwardResponse response;
+  grpc::Status s = stub->Forward(&context, request, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s.error_message();
+  EXPECT_NE(open->Table("shop", "t"), nullptr);
+  EXPECT_EQ(open->catalog().Snapshot()->MarkerFor("shop", "t"), 0u);
+  // Nor does a link come up, from a peer without a secret either.
+  auto other = NewNode("other", /*secret=*/"");
+  other->Route(*open);
+  ASSERT_EVENTUALLY([&] {
+    PeerStatus st = other->StatusOf("open");
+    ASSERT_FALSE(st.connected);
+    ASSERT_THAT(st.last_error, ::testing::HasSubstr("no cluster secret"));
+  });
+  EXPECT_EQ(other->Table("shop", "t"), nullptr);
+}
+
 // Test 8: a peer without the cluster secret applies nothing and is applied nothing.
 TEST_F(ClusterTest, R2_APeerWithAWrongSecretExchangesNothing) {
   auto a = NewNode("a", "right"), b = NewNode("b", "right"), c = NewNode("c", "wrong");

@@ -1,0 +1,627 @@
+// One connection of the operations API: reads a request at a time (headers, then the checks
+// that need no body, then the body), runs it on a worker, writes the answer, and starts over.
+// Every step runs on the connection's strand; only the operation and a streamed answer's
+// producer run on a worker. The numbered guarantees are HttpServer's (node/http_server.h).
+#include "node/http_session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "boost/asio/post.hpp"
+#include "boost/asio/steady_timer.hpp"
+#include "boost/asio/write.hpp"
+#include "boost/beast/core.hpp"
+#include "boost/beast/http.hpp"
+#include "boost/beast/ssl.hpp"
+#include "common/status.h"
+#include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
+
+namespace cairn::node::http_internal {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+
+constexpr char kJson[] = "application/json";
+constexpr size_t kReadChunk = 8 << 10;
+// After an answer to a request whose body we will not read, how long its client may go on
+// sending (read and thrown away, at most the stated bytes) before the connection closes.
+// Closing with unread bytes would make the kernel reset the connection, and the client might
+// lose the answer.
+constexpr absl::Duration kLingerTime = absl::Seconds(2);
+
+std::chrono::nanoseconds Chrono(absl::Duration d) { return absl::ToChronoNanoseconds(d); }
+
+absl::string_view Sv(beast::string_view v) { return absl::string_view(v.data(), v.size()); }
+
+std::string Truncated(absl::string_view s, size_t n) {
+  return s.size() <= n ? std::string(s) : absl::StrCat(s.substr(0, n), "...");
+}
+
+// The head of an answer: status line and headers up to the blank line.
+std::string Head(int status, bool http10, absl::string_view content_type, absl::string_view length,
+                 bool close, absl::string_view extra) {
+  const auto reason = http::obsolete_reason(static_cast<http::status>(status));
+  return absl::StrCat(
+      http10 ? "HTTP/1.0 " : "HTTP/1.1 ", status, " ",
+      absl::string_view(reason.data(), reason.size()), "\r\nContent-Type: ", content_type, length,
+      close ? "\r\nConnection: close" : (http10 ? "\r\nConnection: keep-alive" : ""), extra,
+      "\r\n\r\n");
+}
+
+std::string ChunkOf(absl::string_view data) {
+  return absl::StrCat(absl::Hex(data.size()), "\r\n", data, "\r\n");
+}
+
+}  // namespace
+
+bool ReplyStream::Write(absl::string_view piece) {
+  bool wake = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return cancelled_ || queued_.size() < kMaxQueued;
+    };
+    if (!mu_.AwaitWithTimeout(absl::Condition(&room), stall_timeout_)) cancelled_ = true;
+    if (cancelled_) return false;
+    queued_.append(piece.data(), piece.size());
+    if (!scheduled_) scheduled_ = wake = true;
+  }
+  if (wake) wake_();
+  return true;
+}
+
+void ReplyStream::Finish(bool complete) {
+  bool wake = false;
+  {
+    absl::MutexLock lock(&mu_);
+    finished_ = true;
+    complete_ = complete;
+    if (!scheduled_) scheduled_ = wake = true;
+  }
+  if (wake) wake_();
+}
+
+ReplyStream::Taken ReplyStream::Take() {
+  absl::MutexLock lock(&mu_);
+  Taken t;
+  t.data.swap(queued_);
+  t.finished = finished_;
+  t.complete = complete_;
+  if (t.data.empty() && !t.finished) scheduled_ = false;
+  return t;
+}
+
+void ReplyStream::Cancel() {
+  absl::MutexLock lock(&mu_);
+  cancelled_ = true;
+}
+
+namespace {
+
+template <class Stream>
+class Session : public Connection, public std::enable_shared_from_this<Session<Stream>> {
+ public:
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
+  Session(std::shared_ptr<HttpShared> shared, Stream stream, std::string address)
+      : shared_(std::move(shared)),
+        opt_(shared_->options),
+        stream_(std::move(stream)),
+        timer_(stream_.get_executor()),
+        address_(std::move(address)) {}
+
+  ~Session() override {
+    shared_->Unregister(this);
+    shared_->Release(address_);
+  }
+
+  void Run() {
+    shared_->Register(this);
+    if constexpr (kTls) {
+      Lowest().expires_after(Chrono(opt_.request_timeout));
+      stream_.async_handshake(net::ssl::stream_base::server, [self = Self()](beast::error_code ec) {
+        if (ec) return self->Abort(ec);
+        self->ReadRequest();
+      });
+    } else {
+      ReadRequest();
+    }
+  }
+
+  // From any thread (Stop): a connection waiting for a request closes now; one whose
+  // operation runs or whose answer is on its way closes after it (draining is set).
+  void Cancel() override {
+    auto self = this->weak_from_this().lock();
+    if (self == nullptr) return;
+    net::post(stream_.get_executor(), [self] {
+      if (!self->busy_) self->CloseNow();
+    });
+  }
+
+ private:
+  std::shared_ptr<Session> Self() { return this->shared_from_this(); }
+  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
+
+  // --- Reading a request ------------------------------------------------------------------
+
+  void ReadRequest() {
+    if (closed_) return;
+    if (shared_->draining.load()) return CloseNow();
+    busy_ = false;
+    parser_.emplace();
+    parser_->header_limit(opt_.header_limit);
+    // Checked by us once the credentials are (OnHeader). Not boost::none: Beast 1.74 compares
+    // the length against the optional, and every length is greater than none.
+    parser_->body_limit(std::numeric_limits<uint64_t>::max());
+    operation_ = "unknown";
+    if (buffer_.size() > 0) return ReadHeader();  // a pipelined request is already here
+    // Guarantee 3: an idle connection closes after idle_timeout.
+    Lowest().expires_after(Chrono(opt_.idle_timeout));
+    stream_.async_read_some(buffer_.prepare(kReadChunk),
+                            [self = Self()](beast::error_code ec, size_t n) {
+                              self->buffer_.commit(n);
+                              if (ec) return self->Abort(ec);
+                              self->ReadHeader();
+                            });
+  }
+
+  void ReadHeader() {
+    // Guarantee 3: from the first byte, one deadline for the whole request.
+    start_ = absl::Now();
+    Lowest().expires_after(Chrono(opt_.request_timeout));
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = Self()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    if (closed_) return;
+    busy_ = true;
+    if (ec == http::error::header_limit) {
+      return Refuse(Error(ErrorCode::kHeaderTooLarge,
+                          absl::StrCat("the request's headers are larger than the limit of ",
+                                       opt_.header_limit, " bytes")),
+                    opt_.header_limit);
+    }
+    if (ec == beast::error::timeout || ec == http::error::end_of_stream || ec == net::error::eof ||
+        ec == net::error::operation_aborted || ec == net::error::connection_reset) {
+      return Abort(ec);
+    }
+    if (ec) {
+      ++shared_->malformed;
+      return Refuse(
+          Error(ErrorCode::kBadRequest, absl::StrCat("malformed HTTP request: ", ec.message())),
+          opt_.header_limit);
+    }
+    const auto& req = parser_->get();
+    http10_ = req.version() < 11;
+    keep_alive_ = req.keep_alive();
+    // Guarantee 5.
+    if (static_cast<size_t>(std::distance(req.begin(), req.end())) > opt_.max_header_fields) {
+      return Refuse(
+          Error(ErrorCode::kHeaderTooLarge, absl::StrCat("the request has more than ",
+                                                         opt_.max_header_fields, " header fields")),
+          opt_.header_limit);
+    }
+    if (req.count(http::field::content_length) > 1) {
+      ++shared_->malformed;
+      return Refuse(Error(ErrorCode::kBadRequest, "more than one Content-Length header"),
+                    opt_.header_limit);
+    }
+    const bool chunked = req.count(http::field::transfer_encoding) > 0;
+    const uint64_t length = parser_->content_length().value_or(0);
+    const bool has_body = chunked || length > 0;
+    const absl::string_view target = Sv(req.target());
+
+    if (req.method() == http::verb::get && (target == "/health" || target == "/metrics")) {
+      if (has_body) {
+        return Refuse(Error(ErrorCode::kBadRequest, "a GET request carries no body"),
+                      opt_.header_limit);
+      }
+      if (target == "/health") {
+        operation_ = "health";
+        if (shared_->draining.load()) {
+          return Respond(ErrorReply(Error(ErrorCode::kShuttingDown, "the node is shutting down")),
+                         true);
+        }
+        Reply ok;
+        ok.body = nlohmann::json{{"status", "ok"}, {"node_name", opt_.node_name}}.dump();
+        return Respond(ok, false);
+      }
+      operation_ = "metrics";
+      if (opt_.metrics_require_auth) {
+        if (!CheckCredentials(req[http::field::authorization])) return;
+      }
+      Reply metrics;
+      metrics.body = shared_->metrics->RenderPrometheus();
+      return Respond(metrics, false, "text/plain; version=0.0.4");
+    }
+    if (req.method() != http::verb::post || target != "/") {
+      return Refuse(Error(ErrorCode::kBadRequest,
+                          absl::StrCat("no such endpoint: ", Truncated(Sv(req.method_string()), 16),
+                                       " ", Truncated(target, 200),
+                                       " (operations are POST /; also GET /health, GET /metrics)")),
+                    has_body ? opt_.header_limit : 0, /*close=*/has_body);
+    }
+    if (shared_->draining.load()) {
+      return Refuse(Error(ErrorCode::kShuttingDown, "the node is shutting down"),
+                    opt_.header_limit);
+    }
+    // Guarantee 4: credentials before anything of the body.
+    if (!CheckCredentials(req[http::field::authorization])) return;
+    if (chunked) {
+      return Refuse(Error(ErrorCode::kLengthRequired,
+                          "chunked request bodies are not accepted: send the body with "
+                          "Content-Length"),
+                    opt_.header_limit);
+    }
+    if (!parser_->content_length().has_value()) {
+      return Refuse(
+          Error(ErrorCode::kLengthRequired, "a request body needs a Content-Length header"),
+          opt_.header_limit);
+    }
+    if (const auto enc = req[http::field::content_encoding];
+        !enc.empty() && !absl::EqualsIgnoreCase(Sv(enc), "identity")) {
+      return Refuse(Error(ErrorCode::kBadRequest, "compressed request bodies are not accepted"),
+                    opt_.header_limit);
+    }
+    if (length > opt_.max_body_bytes) {
+      // An authenticated client: read the body it announced and throw it away (within the
+      // request's deadline), so that it hears the answer.
+      return Refuse(Error(ErrorCode::kBodyTooLarge,
+                          absl::StrCat("the body is larger than the limit of ", opt_.max_body_bytes,
+                                       " bytes (--max-body-bytes)")),
+                    length);
+    }
+    const auto expect = req[http::field::expect];
+    if (!http10_ && absl::EqualsIgnoreCase(Sv(expect), "100-continue")) {
+      out_ = "HTTP/1.1 100 Continue\r\n\r\n";
+      return net::async_write(stream_, net::buffer(out_),
+                              [self = Self()](beast::error_code ec, size_t) {
+                                if (ec) return self->Abort(ec);
+                                self->ReadBody();
+                              });
+    }
+    ReadBody();
+  }
+
+  // False when the request was refused (401, after the guard's delay).
+  bool CheckCredentials(boost::beast::string_view header) {
+    if (!shared_->auth.required()) return true;
+    absl::Status auth = shared_->auth.Check(Sv(header));
+    if (auth.ok()) {
+      shared_->logins.Succeeded(address_);
+      return true;
+    }
+    const absl::Duration delay = shared_->logins.Failed(address_, absl::Now());
+    Reply reply = ErrorReply(auth);
+    if (delay == absl::ZeroDuration()) {
+      Send(reply, true, opt_.header_limit, kJson, "\r\nWWW-Authenticate: Basic realm=\"cairn\"");
+      return false;
+    }
+    timer_.expires_after(Chrono(delay));
+    timer_.async_wait([self = Self(), reply = std::move(reply)](beast::error_code ec) {
+      if (ec || self->closed_) return;
+      self->Send(reply, true, self->opt_.header_limit, kJson,
+                 "\r\nWWW-Authenticate: Basic realm=\"cairn\"");
+    });
+    return false;
+  }
+
+  void ReadBody() {
+    parser_->body_limit(opt_.max_body_bytes);
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = Self()](beast::error_code ec, size_t) { self->OnBody(ec); });
+  }
+
+  void OnBody(beast::error_code ec) {
+    if (closed_) return;
+    if (ec == beast::error::timeout || ec == http::error::end_of_stream || ec == net::error::eof ||
+        ec == net::error::operation_aborted || ec == net::error::connection_reset ||
+        ec == http::error::partial_message) {
+      return Abort(ec);
+    }
+    if (ec) {
+      ++shared_->malformed;
+      return Refuse(Error(ErrorCode::kBadRequest,
+                          absl::StrCat("malformed HTTP request body: ", ec.message())),
+                    opt_.header_limit);
+    }
+    std::string body = std::move(parser_->get().body());
+    parser_.reset();
+    if (body.find('\0') != std::string::npos) {
+      return Respond(ErrorReply(Error(ErrorCode::kBadRequest, "the body contains a NUL byte")),
+                     false);
+    }
+    Dispatch(std::move(body));
+  }
+
+  // --- Running the operation --------------------------------------------------------------
+
+  void Dispatch(std::string body) {
+    shared_->running.fetch_add(1);
+    net::post(shared_->workers, [self = Self(), body = std::move(body)]() {
+      Reply reply = self->RunOperation(body);
+      if (reply.stream) {
+        self->RunStream(std::move(reply));
+      } else {
+        net::post(self->stream_.get_executor(), [self, reply = std::move(reply)]() {
+          self->operation_ = reply.operation;
+          self->Respond(reply, false);
+        });
+      }
+      self->shared_->running.fetch_sub(1);
+    });
+  }
+
+  // On a worker. Guarantee 7.
+  Reply RunOperation(absl::string_view body) {
+    Reply reply;
+    try {
+      reply = shared_->handler(body);
+    } catch (const std::exception& e) {
+      reply = Internal(e.what());
+    } catch (...) {
+      reply = Internal("an exception that is not a std::exception");
+    }
+    shared_->metrics->RecordWrites(reply.operation, reply.records_written);
+    return reply;
+  }
+
+  Reply Internal(absl::string_view what) {
+    ++shared_->internal_errors;
+    spdlog::error("[{}] an operation from {} failed with an exception: {} (answered 500)",
+                  opt_.node_name, address_, std::string(what));
+    return ErrorReply(Error(ErrorCode::kInternal,
+                            "internal error: the operation failed unexpectedly (the node's log "
+                            "has the details)"));
+  }
+
+  // On a worker: produces a streamed answer while the connection sends it.
+  void RunStream(Reply reply) {
+    std::weak_ptr<Session> weak = this->weak_from_this();
+    auto rs = std::make_shared<ReplyStream>(
+        [weak] {
+          if (auto self = weak.lock()) {
+            net::post(self->stream_.get_executor(), [self] { self->Pump(); });
+          }
+        },
+        opt_.write_timeout);
+    net::post(stream_.get_executor(), [self = Self(), rs, op = reply.operation] {
+      self->operation_ = op;
+      self->BeginStream(rs);
+    });
+    bool complete = false;
+    try {
+      complete = reply.stream([&rs](absl::string_view piece) { return rs->Write(piece); });
+    } catch (const std::exception& e) {
+      spdlog::error("[{}] streamed answer to {} failed: {}", opt_.node_name, address_, e.what());
+      ++shared_->internal_errors;
+    }
+    rs->Finish(complete);
+  }
+
+  void BeginStream(std::shared_ptr<ReplyStream> rs) {
+    if (closed_) return rs->Cancel();
+    reply_stream_ = std::move(rs);
+    chunked_reply_ = !http10_;
+    if (!chunked_reply_) keep_alive_ = false;  // HTTP/1.0: the answer ends with the connection
+    status_ = 200;
+    stream_head_ = Head(200, http10_, kJson, chunked_reply_ ? "\r\nTransfer-Encoding: chunked" : "",
+                        !keep_alive_ || shared_->draining.load(), "");
+    Pump();
+  }
+
+  void Pump() {
+    if (closed_ || writing_ || reply_stream_ == nullptr) return;
+    ReplyStream::Taken t = reply_stream_->Take();
+    std::string out = std::move(stream_head_);
+    stream_head_.clear();
+    if (!t.data.empty()) out += chunked_reply_ ? ChunkOf(t.data) : t.data;
+    const bool finished = t.finished;
+    const bool complete = t.finished && t.complete;
+    if (complete && chunked_reply_) out += "0\r\n\r\n";
+    if (out.empty()) {
+      if (finished) FinishStream(false);
+      return;  // idle until the producer writes again
+    }
+    writing_ = true;
+    out_ = std::move(out);
+    Lowest().expires_after(Chrono(opt_.write_timeout));
+    net::async_write(stream_, net::buffer(out_),
+                     [self = Self(), finished, complete](beast::error_code ec, size_t) {
+                       self->writing_ = false;
+                       if (ec) return self->Abort(ec);
+                       if (finished) return self->FinishStream(complete);
+                       self->Pump();
+                     });
+  }
+
+  void FinishStream(bool complete) {
+    reply_stream_.reset();
+    Record();
+    if (!complete || !keep_alive_) return CloseNow();  // a cut answer: the client must see it
+    ReadRequest();
+  }
+
+  // --- Answering --------------------------------------------------------------------------
+
+  // An answer after which the connection continues (unless the client or a drain says not).
+  void Respond(const Reply& reply, bool close, absl::string_view content_type = kJson) {
+    Send(reply, close || !keep_alive_ || shared_->draining.load(), 0, content_type, "");
+  }
+
+  // A refusal: the answer, then the connection closes. `drain` bytes more of the request are
+  // read and thrown away first (so the client hears the answer); 0: close at once.
+  void Refuse(const absl::Status& error, uint64_t drain, bool close = true) {
+    Send(ErrorReply(error), close, close ? drain : 0, kJson, "");
+  }
+
+  void Send(const Reply& reply, bool close, uint64_t drain, absl::string_view content_type,
+            absl::string_view extra) {
+    if (closed_) return;
+    busy_ = true;
+    status_ = reply.status;
+    out_ = Head(reply.status, http10_, content_type,
+                absl::StrCat("\r\nContent-Length: ", reply.body.size()), close, extra);
+    out_ += reply.body;
+    Lowest().expires_after(Chrono(opt_.write_timeout));
+    net::async_write(stream_, net::buffer(out_),
+                     [self = Self(), close, drain](beast::error_code ec, size_t) {
+                       if (ec) return self->Abort(ec);
+                       self->Record();
+                       if (!close) return self->ReadRequest();
+                       self->Linger(drain);
+                     });
+  }
+
+  void Record() {
+    if (start_ == absl::InfinitePast()) return;
+    shared_->metrics->RecordRequest(operation_, status_, absl::Now() - start_);
+    start_ = absl::InfinitePast();
+  }
+
+  // --- Closing ----------------------------------------------------------------------------
+
+  void Linger(uint64_t bytes) {
+    beast::error_code ignored;
+    Lowest().socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+    lingered_ = 0;
+    linger_limit_ = bytes;
+    if (bytes == 0) return CloseNow();
+    // What is already buffered counts.
+    lingered_ = buffer_.size();
+    buffer_.consume(buffer_.size());
+    Lowest().expires_after(Chrono(bytes > opt_.header_limit ? opt_.request_timeout : kLingerTime));
+    LingerRead();
+  }
+
+  void LingerRead() {
+    if (closed_ || lingered_ >= linger_limit_) return CloseNow();
+    const size_t want =
+        static_cast<size_t>(std::min<uint64_t>(scratch_.size(), linger_limit_ - lingered_));
+    Lowest().async_read_some(net::buffer(scratch_.data(), want),
+                             [self = Self()](beast::error_code ec, size_t n) {
+                               self->lingered_ += n;
+                               if (ec) return self->CloseNow();
+                               self->LingerRead();
+                             });
+  }
+
+  void Abort(beast::error_code ec) {
+    if (ec == beast::error::timeout) ++shared_->timeouts;
+    CloseNow();
+  }
+
+  void CloseNow() {
+    if (closed_) return;
+    closed_ = true;
+    if (reply_stream_ != nullptr) reply_stream_->Cancel();
+    reply_stream_.reset();
+    timer_.cancel();
+    beast::error_code ignored;
+    Lowest().socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
+    Lowest().close();
+  }
+
+  const std::shared_ptr<HttpShared> shared_;
+  const HttpServerOptions& opt_;
+  Stream stream_;
+  net::steady_timer timer_;  // delays a refused login (LoginGuard)
+  const std::string address_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::string out_;  // the bytes being written; kept alive until the write completes
+
+  // The request being served.
+  absl::Time start_ = absl::InfinitePast();  // its first byte; InfinitePast: recorded
+  std::string operation_ = "unknown";
+  int status_ = 0;
+  bool http10_ = false;
+  bool keep_alive_ = true;
+  bool busy_ = false;     // a request is past its first byte and not yet answered
+  bool closed_ = false;   // the socket is closed; nothing more starts
+  bool writing_ = false;  // a streamed answer's write is in flight
+
+  // A streamed answer.
+  std::shared_ptr<ReplyStream> reply_stream_;
+  bool chunked_reply_ = true;
+  std::string stream_head_;
+
+  // Reading and throwing away after a refusal.
+  uint64_t lingered_ = 0, linger_limit_ = 0;
+  std::array<char, 16 << 10> scratch_{};
+};
+
+}  // namespace
+
+void StartSession(std::shared_ptr<HttpShared> shared, net::ip::tcp::socket socket,
+                  std::string address, net::ssl::context* tls) {
+  beast::tcp_stream tcp(std::move(socket));
+  if (tls == nullptr) {
+    std::make_shared<Session<beast::tcp_stream>>(std::move(shared), std::move(tcp),
+                                                 std::move(address))
+        ->Run();
+  } else {
+    using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+    std::make_shared<Session<TlsStream>>(std::move(shared), TlsStream(std::move(tcp), *tls),
+                                         std::move(address))
+        ->Run();
+  }
+}
+
+HttpShared::HttpShared(OperationHandler h, Metrics* m, HttpServerOptions o)
+    : options(std::move(o)),
+      handler(std::move(h)),
+      metrics(m),
+      auth(options.admin_user, options.admin_password),
+      logins(options.node_name),
+      workers(static_cast<size_t>(std::max(1, options.worker_threads))) {}
+
+bool HttpShared::Admit(const std::string& address) {
+  absl::MutexLock lock(&mu);
+  if (connections_ >= options.max_connections) return false;
+  int& n = per_client_[address];
+  if (n >= options.max_connections_per_client) return false;
+  ++n;
+  ++connections_;
+  return true;
+}
+
+void HttpShared::Release(const std::string& address) {
+  absl::MutexLock lock(&mu);
+  --connections_;
+  auto it = per_client_.find(address);
+  if (it != per_client_.end() && --it->second <= 0) per_client_.erase(it);
+}
+
+void HttpShared::Register(Connection* c) {
+  absl::MutexLock lock(&mu);
+  registered_.insert(c);
+}
+
+void HttpShared::Unregister(Connection* c) {
+  absl::MutexLock lock(&mu);
+  registered_.erase(c);
+}
+
+void HttpShared::CancelAll() {
+  absl::MutexLock lock(&mu);
+  for (Connection* c : registered_) c->Cancel();
+}
+
+int HttpShared::connections() const {
+  absl::MutexLock lock(&mu);
+  return connections_;
+}
+
+}  // namespace cairn::node::http_internal

@@ -1,0 +1,119 @@
+// The pieces of HttpServer that live below its interface: what its connections share
+// (HttpShared: options, credentials, the worker pool, the connection registry and counters),
+// one connection (StartSession: a request at a time, from its first byte to its answer), and
+// the hand-off of a streamed answer from the worker that produces it to the connection that
+// sends it (ReplyStream). Only node/http_server.cc and node/http_session.cc include this.
+//
+// Lock order: HttpShared::mu, then ReplyStream::mu_ (never held together today).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
+#include "boost/asio/ip/tcp.hpp"
+#include "boost/asio/ssl/context.hpp"
+#include "boost/asio/thread_pool.hpp"
+#include "node/http_auth.h"
+#include "node/http_server.h"
+
+namespace cairn::node::http_internal {
+
+// A connection as the registry sees it: something Stop() can close.
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  // Closes the socket from any thread; a pending read or write ends with an error.
+  virtual void Cancel() = 0;
+};
+
+struct HttpShared {
+  HttpShared(OperationHandler h, Metrics* m, HttpServerOptions o);
+
+  const HttpServerOptions options;
+  const OperationHandler handler;
+  Metrics* const metrics;
+  const BasicAuth auth;
+  LoginGuard logins;
+  boost::asio::thread_pool workers;
+  std::atomic<bool> draining{false};
+
+  // Counters for /metrics.
+  std::atomic<uint64_t> refused_connections{0};  // over a cap
+  std::atomic<uint64_t> timeouts{0};             // a request or an idle connection timed out
+  std::atomic<uint64_t> malformed{0};            // refused by the parser or the framing rules
+  std::atomic<uint64_t> internal_errors{0};      // exceptions out of an operation (500)
+
+  // Admission (guarantee 2). Admit counts the connection when under both caps; Release undoes
+  // it. Register/Unregister keep the set Stop() closes.
+  bool Admit(const std::string& address) ABSL_LOCKS_EXCLUDED(mu);
+  void Release(const std::string& address) ABSL_LOCKS_EXCLUDED(mu);
+  void Register(Connection* c) ABSL_LOCKS_EXCLUDED(mu);
+  void Unregister(Connection* c) ABSL_LOCKS_EXCLUDED(mu);
+  // Cancels every registered connection.
+  void CancelAll() ABSL_LOCKS_EXCLUDED(mu);
+  int connections() const ABSL_LOCKS_EXCLUDED(mu);
+
+  // Operations running on a worker (BeginDrain/Stop wait for them).
+  std::atomic<int> running{0};
+
+ private:
+  mutable absl::Mutex mu;
+  int connections_ ABSL_GUARDED_BY(mu) = 0;
+  absl::flat_hash_map<std::string, int> per_client_ ABSL_GUARDED_BY(mu);
+  absl::flat_hash_set<Connection*> registered_ ABSL_GUARDED_BY(mu);
+};
+
+// Serves one accepted, admitted connection until it closes; `tls` null for plain HTTP. The
+// session releases its admission when it ends.
+void StartSession(std::shared_ptr<HttpShared> shared, boost::asio::ip::tcp::socket socket,
+                  std::string address, boost::asio::ssl::context* tls);
+
+// A streamed answer between the worker writing it and the connection sending it. The worker
+// blocks while kMaxQueued bytes wait to be sent (so a slow reader costs bounded memory) and
+// stops once the connection is gone or has not taken anything for the write timeout.
+class ReplyStream {
+ public:
+  static constexpr size_t kMaxQueued = 1 << 20;
+
+  // `wake` is called (from the worker, without the lock) when there is something to send and
+  // nothing scheduled to send it; it must arrange for Take() to run on the connection.
+  ReplyStream(std::function<void()> wake, absl::Duration stall_timeout)
+      : wake_(std::move(wake)), stall_timeout_(stall_timeout) {}
+
+  // Worker side. False once the connection is gone or stalled: stop writing.
+  bool Write(absl::string_view piece) ABSL_LOCKS_EXCLUDED(mu_);
+  // The producer is done; `complete` false: the answer is cut short (the client sees a body
+  // that does not end well-formed, never a complete one with records missing).
+  void Finish(bool complete) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Connection side. What is queued, and whether the producer finished (then `complete`).
+  // When nothing is queued and the producer has not finished, the stream goes idle: the
+  // next Write wakes it.
+  struct Taken {
+    std::string data;
+    bool finished = false;
+    bool complete = false;
+  };
+  Taken Take() ABSL_LOCKS_EXCLUDED(mu_);
+  // The connection is gone: every Write from now on returns false.
+  void Cancel() ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  const std::function<void()> wake_;
+  const absl::Duration stall_timeout_;
+  absl::Mutex mu_;
+  std::string queued_ ABSL_GUARDED_BY(mu_);
+  bool scheduled_ ABSL_GUARDED_BY(mu_) = true;  // a Take() is due; the connection starts one
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool complete_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace cairn::node::http_internal
