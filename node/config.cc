@@ -222,7 +222,9 @@ int HttpThreadsFor(const NodeConfig& config) {
 
 int HttpIoThreadsFor(const NodeConfig&) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::clamp(cores / 2, 1, 4);
+  // Measured (ceiling_bench, 2 cores): one I/O thread per core serves ~10 % more single
+  // requests than one for both.
+  return std::clamp(cores, 1, 4);
 }
 
 ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {

@@ -354,10 +354,19 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       if (reply.stream) {
         self->RunStream(std::move(reply));
       } else {
-        net::post(self->stream_.get_executor(), [self, reply = std::move(reply)]() {
-          self->operation_ = reply.operation;
-          self->Respond(reply, false);
-        });
+        // The answer goes out from here when the socket takes it at once (the common case),
+        // sparing the client a wait for an I/O thread to wake; the connection then goes on.
+        const bool close = !self->keep_alive_ || self->shared_->draining.load();
+        std::string bytes = self->Encode(reply, close, kJson, "");
+        const size_t written = self->WriteFromWorker(bytes);
+        net::post(self->stream_.get_executor(),
+                  [self, bytes = std::move(bytes), written, close, status = reply.status,
+                   op = std::move(reply.operation)]() mutable {
+                    if (self->closed_) return;
+                    self->operation_ = std::move(op);
+                    self->status_ = status;
+                    self->SendBytes(std::move(bytes), written, close, 0);
+                  });
       }
       self->shared_->running.fetch_sub(1);
     });
@@ -471,17 +480,51 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     if (closed_) return;
     busy_ = true;
     status_ = reply.status;
-    out_ = Head(reply.status, http10_, content_type,
-                absl::StrCat("\r\nContent-Length: ", reply.body.size()), close, extra);
-    out_ += reply.body;
+    SendBytes(Encode(reply, close, content_type, extra), 0, close, drain);
+  }
+
+  // An answer's bytes. Reads only what is fixed while a request is served (http10_).
+  std::string Encode(const Reply& reply, bool close, absl::string_view content_type,
+                     absl::string_view extra) const {
+    std::string out = Head(reply.status, http10_, content_type,
+                           absl::StrCat("\r\nContent-Length: ", reply.body.size()), close, extra);
+    out += reply.body;
+    return out;
+  }
+
+  // Sends `bytes` from `offset` on (what precedes it went out already), then goes on to the
+  // next request, or closes.
+  void SendBytes(std::string bytes, size_t offset, bool close, uint64_t drain) {
+    auto sent = [this, close, drain] {
+      Record();
+      if (!close) return ReadRequest();
+      Linger(drain);
+    };
+    if (offset >= bytes.size()) return sent();
+    out_ = std::move(bytes);
     Lowest().expires_after(Chrono(opt_.write_timeout));
-    net::async_write(stream_, net::buffer(out_),
-                     [self = Self(), close, drain](beast::error_code ec, size_t) {
+    net::async_write(stream_, net::buffer(out_) + offset,
+                     [self = Self(), sent](beast::error_code ec, size_t) {
                        if (ec) return self->Abort(ec);
-                       self->Record();
-                       if (!close) return self->ReadRequest();
-                       self->Linger(drain);
+                       sent();
                      });
+  }
+
+  // On a worker, plain TCP only: writes what the socket takes now, without waiting. Safe
+  // because nothing else touches the socket while an operation runs: the connection reads
+  // nothing until it has answered, and Cancel() leaves a busy connection alone. The strand
+  // sees the bytes written through the post that follows.
+  size_t WriteFromWorker(const std::string& bytes) {
+    if constexpr (kTls) {
+      return 0;
+    } else {
+      beast::error_code ec;
+      auto& socket = Lowest().socket();
+      socket.non_blocking(true, ec);
+      if (ec) return 0;
+      const size_t n = socket.write_some(net::buffer(bytes), ec);
+      return ec ? 0 : n;
+    }
   }
 
   void Record() {

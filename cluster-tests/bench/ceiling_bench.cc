@@ -10,9 +10,11 @@
 //            loopback gRPC stream shaped like the peer Link (sync API, at most 8 batches
 //            unacknowledged, an Ack per batch), with nothing behind either end; with 1 stream
 //            and with 2 at once (a 3-node cluster's origin sends to two peers).
-//   http     cpp-httplib configured as cairnd's operations API (tcp_nodelay, keep-alive, a
-//            64-thread pool), a handler that parses the JSON body and answers: single-record
-//            upsert bodies from 32 keep-alive clients. The round-trip bound of single upserts.
+//   http     cairnd's HTTP server (node::HttpServer, Boost.Beast, the node's default threads)
+//            with a handler that parses the JSON body and answers: single-record upsert
+//            bodies from 32 keep-alive clients. The round-trip bound of single upserts. Also
+//            measured the same way: cpp-httplib configured as cairnd used it before issue 18
+//            (tcp_nodelay, keep-alive, a 64-thread pool), for comparison.
 // Prints a table and JSON (--json FILE).
 //
 //   ceiling_bench [--seconds 3] [--json FILE]
@@ -34,6 +36,9 @@
 #include "grpcpp/grpcpp.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
+#include "node/config.h"
+#include "node/http_server.h"
+#include "node/metrics.h"
 #include "rocksdb/write_batch.h"
 #include "storage/engine.h"
 
@@ -214,26 +219,16 @@ GrpcResult GrpcCeiling(int streams, double seconds) {
 
 // ---- HTTP
 
-double HttpCeiling(int clients, double seconds) {
-  httplib::Server server;
-  server.new_task_queue = [] { return new httplib::ThreadPool(64); };  // HttpThreadsFor
-  server.set_tcp_nodelay(true);
-  server.set_keep_alive_max_count(1'000'000);
-  server.Post("/", [](const httplib::Request& req, httplib::Response& res) {
-    json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-    res.set_content(json{{"message", "upserted 1 of 1 records"},
-                         {"upserted_hashes", {body["records"][0]["id"]}}}
-                        .dump(),
-                    "application/json");
-  });
-  const int port = server.bind_to_any_port("127.0.0.1");
-  if (port <= 0) Die("the HTTP ceiling's server did not bind");
-  std::thread listener([&] { server.listen_after_bind(); });
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (!server.is_running()) {
-    if (absl::Now() > deadline) Die("the HTTP ceiling's server did not start");
-    absl::SleepFor(absl::Milliseconds(1));  // polling for the listener thread
-  }
+// The handler both servers run: parse the body, answer as an upsert does.
+std::string UpsertAnswer(absl::string_view request) {
+  json body = json::parse(request, nullptr, /*allow_exceptions=*/false);
+  return json{{"message", "upserted 1 of 1 records"},
+              {"upserted_hashes", {body["records"][0]["id"]}}}
+      .dump();
+}
+
+// Single-record upserts from `clients` keep-alive clients to 127.0.0.1:`port`.
+double HttpLoad(int port, int clients, double seconds) {
   std::vector<std::unique_ptr<httplib::Client>> conns;
   for (int c = 0; c < clients; ++c) {
     conns.push_back(std::make_unique<httplib::Client>("127.0.0.1", port));
@@ -241,7 +236,7 @@ double HttpCeiling(int clients, double seconds) {
     conns.back()->set_tcp_nodelay(true);
   }
   std::vector<uint64_t> next(clients, 0);
-  const double rps = Measure(clients, seconds, [&](int c) -> uint64_t {
+  return Measure(clients, seconds, [&](int c) -> uint64_t {
     const uint64_t id = (static_cast<uint64_t>(c) << 40) | next[c]++;
     const std::string body = json{
         {"operation", "upsert"},
@@ -252,7 +247,46 @@ double HttpCeiling(int clients, double seconds) {
     auto res = conns[c]->Post("/", body, "application/json");
     return res && res->status == 200 ? 1 : 0;
   });
-  conns.clear();
+}
+
+double HttpCeiling(int clients, double seconds) {
+  cairn::node::Metrics metrics;
+  cairn::node::NodeConfig defaults;
+  cairn::node::HttpServerOptions options;
+  options.listen = {"127.0.0.1", 0};
+  options.worker_threads = cairn::node::HttpThreadsFor(defaults);
+  options.io_threads = cairn::node::HttpIoThreadsFor(defaults);
+  cairn::node::HttpServer server(
+      [](absl::string_view body) {
+        cairn::node::Reply reply;
+        reply.body = UpsertAnswer(body);
+        return reply;
+      },
+      &metrics, options);
+  auto bound = server.Start();
+  if (!bound.ok()) Die("the HTTP ceiling's server did not start: " + bound.status().ToString());
+  const double rps = HttpLoad(bound->port, clients, seconds);
+  server.Stop();
+  return rps;
+}
+
+double HttplibCeiling(int clients, double seconds) {
+  httplib::Server server;
+  server.new_task_queue = [] { return new httplib::ThreadPool(64); };  // HttpThreadsFor
+  server.set_tcp_nodelay(true);
+  server.set_keep_alive_max_count(1'000'000);
+  server.Post("/", [](const httplib::Request& req, httplib::Response& res) {
+    res.set_content(UpsertAnswer(req.body), "application/json");
+  });
+  const int port = server.bind_to_any_port("127.0.0.1");
+  if (port <= 0) Die("the HTTP ceiling's server did not bind");
+  std::thread listener([&] { server.listen_after_bind(); });
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!server.is_running()) {
+    if (absl::Now() > deadline) Die("the HTTP ceiling's server did not start");
+    absl::SleepFor(absl::Milliseconds(1));  // polling for the listener thread
+  }
+  const double rps = HttpLoad(port, clients, seconds);
   server.stop();
   listener.join();
   return rps;
@@ -280,6 +314,8 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "gRPC, 2 streams: %.0f records/s\n", grpc2.records_per_s);
   const double http = HttpCeiling(32, seconds);
   std::fprintf(stderr, "HTTP, 32 clients: %.0f requests/s\n", http);
+  const double httplib = HttplibCeiling(32, seconds);
+  std::fprintf(stderr, "cpp-httplib, 32 clients: %.0f requests/s\n", httplib);
 
   json out = {
       {"benchmark", "ceiling_bench"},
@@ -293,7 +329,7 @@ int main(int argc, char** argv) {
         {"stream1_mb_per_s", grpc1.mb_per_s},
         {"stream2_records_per_s", grpc2.records_per_s},
         {"stream2_mb_per_s", grpc2.mb_per_s}}},
-      {"http", {{"single_requests_per_s", http}}}};
+      {"http", {{"single_requests_per_s", http}, {"httplib_single_requests_per_s", httplib}}}};
   std::printf("\n%-58s %12s\n", "ceiling", "per second");
   std::printf("%-58s %12.0f\n", "RocksDB WriteBatch, 100 records x 3 puts, 8 threads (rec)",
               storage_batch);
@@ -304,6 +340,7 @@ int main(int argc, char** argv) {
   std::printf("%-58s %12.0f\n", "gRPC stream, 2 streams at once, both together (rec)",
               grpc2.records_per_s);
   std::printf("%-58s %12.0f\n", "HTTP parse-and-answer, 32 keep-alive clients (req)", http);
+  std::printf("%-58s %12.0f\n", "  the same on cpp-httplib 0.11, 64 threads (req)", httplib);
   cairn::bench::EmitJson(out, json_path);
   return 0;
 }
