@@ -118,6 +118,12 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
       pk = in.owned.find(def->primary_key());
     }
     in.pk = *pk;
+    if (int64_t exact = 0; in.pk.is_number_float() && storage::ExactInt64(in.pk, &exact)) {
+      // 1.0 and -0.0 are the key 1 and 0: the body says so too (its canonical form).
+      if (!in.owned.is_object()) in.owned = r;
+      in.owned[def->primary_key()] = exact;
+      in.pk = exact;
+    }
     if (in.pk.is_string() && in.pk.get_ref<const std::string&>().empty()) {  // D8
       return Error(ErrorCode::kBadRequest,
                    absl::StrCat("records[", i, "]: the primary key '", def->primary_key(),

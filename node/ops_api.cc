@@ -225,6 +225,64 @@ std::vector<std::string> OpsApi::OperationNames() {
   return names;
 }
 
+namespace {
+
+// Why `body` is not JSON, in words a client can act on: the parser's message, after the field
+// it was in ("records[].n: number overflow parsing '1e400'"). Runs only after a failed parse.
+// Never throws: the SAX interface reports errors instead (a number out of range included,
+// which json::parse throws as out_of_range, not parse_error).
+std::string WhyMalformed(absl::string_view body) {
+  class Sax : public json::json_sax_t {
+   public:
+    bool null() override { return true; }
+    bool boolean(bool) override { return true; }
+    bool number_integer(number_integer_t) override { return true; }
+    bool number_unsigned(number_unsigned_t) override { return true; }
+    bool number_float(number_float_t, const string_t&) override { return true; }
+    bool string(string_t&) override { return true; }
+    bool binary(binary_t&) override { return true; }
+    bool start_object(std::size_t) override {
+      path_.emplace_back();
+      return true;
+    }
+    bool key(string_t& k) override {
+      path_.back() = k;
+      return true;
+    }
+    bool end_object() override {
+      path_.pop_back();
+      return true;
+    }
+    bool start_array(std::size_t) override {
+      path_.emplace_back("[]");
+      return true;
+    }
+    bool end_array() override {
+      path_.pop_back();
+      return true;
+    }
+    bool parse_error(std::size_t, const std::string&, const json::exception& e) override {
+      std::string field;
+      for (const std::string& part : path_) {
+        if (part.empty()) continue;
+        if (!field.empty() && part != "[]") field += ".";
+        field += part;
+      }
+      why = field.empty() ? std::string(e.what()) : absl::StrCat(field, ": ", e.what());
+      return false;
+    }
+    std::string why = "malformed JSON";
+
+   private:
+    std::vector<std::string> path_;
+  };
+  Sax sax;
+  json::sax_parse(body.begin(), body.end(), &sax, json::input_format_t::json, /*strict=*/true);
+  return absl::StrCat("malformed JSON: ", sax.why);
+}
+
+}  // namespace
+
 Reply OpsApi::Handle(absl::string_view body) const {
   if (MaxNestingDepth(body) > kMaxBodyDepth) {
     return ErrorReply(
@@ -232,14 +290,7 @@ Reply OpsApi::Handle(absl::string_view body) const {
   }
   json request = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (request.is_discarded()) {
-    // Parse again for the parser's description of the error (rare path).
-    std::string why = "malformed JSON";
-    try {
-      [[maybe_unused]] json again = json::parse(body);
-    } catch (const json::parse_error& e) {
-      why = absl::StrCat("malformed JSON: ", e.what());
-    }
-    return ErrorReply(BadRequest(why));
+    return ErrorReply(BadRequest(WhyMalformed(body)));
   }
   if (!request.is_object()) {
     return ErrorReply(

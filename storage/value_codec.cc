@@ -85,20 +85,43 @@ absl::Status AppendScalar(const nlohmann::json& v, std::string* out) {
   }
 }
 
+bool ExactInt64(const nlohmann::json& v, int64_t* out) {
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return false;
+    }
+    *out = static_cast<int64_t>(v.get<uint64_t>());
+    return true;
+  }
+  if (v.is_number_integer()) {
+    *out = v.get<int64_t>();
+    return true;
+  }
+  if (!v.is_number_float()) return false;
+  constexpr double kExact = 9007199254740992.0;  // 2^53
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || std::trunc(d) != d || d >= kExact || d <= -kExact) return false;
+  *out = static_cast<int64_t>(d);
+  return true;
+}
+
 absl::Status AppendPrimaryKey(const nlohmann::json& v, std::string* out) {
+  if (v.is_string()) return AppendScalar(v, out);
   int64_t as_int = 0;
-  const bool integral =
-      v.is_number_integer() || (v.is_number_float() && AsInt64(v.get<double>(), &as_int));
-  if (!v.is_string() && !integral) {
+  if (!ExactInt64(v, &as_int)) {
+    const std::string shown = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (v.is_number()) {
+      return Error(ErrorCode::kTypeMismatch,
+                   absl::StrCat("primary key ", shown,
+                                " is not an exact 64-bit integer (a number key must be an "
+                                "integer from -2^63 to 2^63-1, written without a fraction or "
+                                "exponent beyond 2^53)"));
+    }
     return Error(ErrorCode::kTypeMismatch,
-                 absl::StrCat("primary key must be a string or an integer, got ", v.dump()));
+                 absl::StrCat("primary key must be a string or an integer, got ", shown));
   }
-  if (v.is_number_unsigned() &&
-      v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    return Error(ErrorCode::kTypeMismatch,
-                 absl::StrCat("primary key ", v.dump(), " is outside the 64-bit integer range"));
-  }
-  return AppendScalar(v, out);
+  AppendInt(as_int, out);
+  return absl::OkStatus();
 }
 
 void AppendStringPrefix(absl::string_view prefix, std::string* out) {

@@ -25,9 +25,14 @@ namespace cairn::storage {
 // Appends the encoding of a scalar (null, boolean, number, string). Arrays and objects are
 // not encodable: InvalidArgument.
 absl::Status AppendScalar(const nlohmann::json& v, std::string* out);
-// Same, for a primary key: only a string or an integer (SPEC D1); anything else is
-// TYPE_MISMATCH naming the key.
+// Same, for a primary key: only a string or an exact integer (SPEC D1, ExactInt64); anything
+// else is TYPE_MISMATCH naming the key.
 absl::Status AppendPrimaryKey(const nlohmann::json& v, std::string* out);
+
+// Whether `v` is exactly a signed 64-bit integer: an integer within range, or a float that is
+// integral and below 2^53 in magnitude (so that the text it was parsed from said exactly that
+// number: 9007199254740993.0 parses to 2^53, and -2^63-1 to -2^63). Sets `*out`.
+bool ExactInt64(const nlohmann::json& v, int64_t* out);
 // Appends the string tag and the escaped body of `prefix` without the terminator: every
 // encoded string that starts with `prefix` starts with these bytes.
 void AppendStringPrefix(absl::string_view prefix, std::string* out);

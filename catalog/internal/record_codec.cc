@@ -29,11 +29,10 @@ bool IsIsoDate(const std::string& s) {
   return false;
 }
 
+// Int and ID values: exact signed 64-bit integers (1e308 and 2^64 are not).
 bool IsIntegral(const nlohmann::json& v) {
-  if (v.is_number_integer()) return true;
-  if (!v.is_number_float()) return false;
-  double d = v.get<double>();
-  return std::isfinite(d) && std::trunc(d) == d;
+  int64_t unused = 0;
+  return storage::ExactInt64(v, &unused);
 }
 
 void AppendIndexKey(const TableDef& def, const AttributeDef& a, const nlohmann::json& v,

@@ -617,6 +617,41 @@ TEST_F(CairndTest, BadInput_ChunkedAndCompressedBodiesAreRefusedUnread) {
   EXPECT_EQ(node_->Get("/health").status, 200);
 }
 
+// Issue 18: numbers are taken exactly or refused, never rounded into another record's key,
+// and a number the parser cannot hold is a 400 naming its field, not a 500 (or, before, a
+// 400 "malformed HTTP request" carrying the exception's text).
+TEST_F(CairndTest, BadInput_NumbersAreExactOrRefused) {
+  CreateOrders();
+  auto upsert = [&](const std::string& record) {
+    return node_->PostRaw(
+        R"({"operation":"upsert","database":"shop","table":"orders","records":[)" + record + "]}");
+  };
+  ExpectError(upsert(R"({"id":1,"qty":1e400})"), 400, "BAD_REQUEST", "records[].qty");
+  ASSERT_EQ(upsert(R"({"id":-9223372036854775808,"qty":1})").status, 200);
+  // -2^63-1 parses to -2^63: it must not overwrite that record.
+  ExpectError(upsert(R"({"id":-9223372036854775809,"qty":2})"), 400, "TYPE_MISMATCH",
+              "not an exact 64-bit integer");
+  ExpectError(upsert(R"({"id":9007199254740993.0})"), 400, "TYPE_MISMATCH", "exact");
+  ExpectError(upsert(R"({"id":1e18})"), 400, "TYPE_MISMATCH", "exact");
+  ExpectError(upsert(R"({"id":5,"qty":1e308})"), 400, "TYPE_MISMATCH", "'qty' is Int");
+  ExpectError(upsert(R"({"id":5,"qty":18446744073709551616})"), 400, "TYPE_MISMATCH", "Int");
+  // 1.0 and -0.0 are the integer keys 1 and 0, in the body too.
+  ASSERT_EQ(upsert(R"({"id":1.0,"qty":3})").status, 200);
+  ASSERT_EQ(upsert(R"({"id":-0.0,"qty":4})").status, 200);
+  json found = Ok({{"operation", "search_by_id"},
+                   {"database", "shop"},
+                   {"table", "orders"},
+                   {"ids", {1, 0, std::numeric_limits<int64_t>::min()}},
+                   {"get_attributes", {"id", "qty"}}});
+  ASSERT_EQ(found.size(), 3u) << found.dump();
+  for (const json& r : found) {
+    EXPECT_TRUE(r["id"].is_number_integer()) << r.dump();
+    if (r["id"] == std::numeric_limits<int64_t>::min()) {
+      EXPECT_EQ(r["qty"], 1) << r.dump();
+    }
+  }
+}
+
 TEST_F(CairndTest, BadInput_DatabaseOperationsNeedTheirDatabase) {
   Ok({{"operation", "create_table"}, {"table", "t"}, {"primary_key", "id"}});  // in "data"
   for (const char* op : {"create_database", "drop_database", "describe_database"}) {
