@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/random/random.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -303,6 +304,8 @@ absl::StatusOr<TableRef> Catalog::CreateTable(const TableSpec& spec) {
   }
   CAIRN_ASSIGN_OR_RETURN(std::vector<AttributeDef> attributes,
                          BuildAttributes(spec.primary_key, specs, v1::LOCAL));
+  CAIRN_RETURN_IF_ERROR(
+      CheckAttributeCount(Qualified(spec.database, spec.table), attributes.size()));
 
   WriteLock lock(this);
   if (current_->FindTable(spec.database, spec.table).ok()) {
@@ -390,6 +393,13 @@ absl::StatusOr<TableRef> Catalog::CreateGenerationLocked(v1::TableRow row,
 // ---------------------------------------------------------------------------------------------
 // Attributes.
 
+absl::Status Catalog::CheckAttributeCount(absl::string_view table, size_t count) const {
+  if (count <= options_.max_attributes_per_table) return absl::OkStatus();
+  return Error(ErrorCode::kBadRequest,
+               absl::StrCat("table '", table, "' would have ", count, " attributes; the limit is ",
+                            options_.max_attributes_per_table, " (--max-attributes-per-table)"));
+}
+
 absl::StatusOr<TableRef> Catalog::AddAttributesLocked(const TableRef& live,
                                                       const std::vector<AttributeSpec>& specs,
                                                       Origin origin) {
@@ -399,9 +409,19 @@ absl::StatusOr<TableRef> Catalog::AddAttributesLocked(const TableRef& live,
   const uint64_t generation = live->generation_id();
   rocksdb::WriteBatch batch;
   bool added = false;
+  // Linear in the attributes added (a dynamic write may bring thousands): one lookup each in
+  // the live definition's index and in the names added so far.
+  absl::flat_hash_set<absl::string_view> new_names;
+  size_t fresh = 0;
   for (const AttributeSpec& s : specs) {
-    auto same = [&](const AttributeDef& a) { return a.name == s.name; };
-    if (std::find_if(attributes.begin(), attributes.end(), same) != attributes.end()) continue;
+    if (live->FindAttribute(s.name) == nullptr && new_names.insert(s.name).second) ++fresh;
+  }
+  if (origin == v1::LOCAL && fresh > 0) {
+    CAIRN_RETURN_IF_ERROR(CheckAttributeCount(live->QualifiedName(), attributes.size() + fresh));
+  }
+  new_names.clear();
+  for (const AttributeSpec& s : specs) {
+    if (live->FindAttribute(s.name) != nullptr || !new_names.insert(s.name).second) continue;
     AttributeDef a;
     a.name = s.name;
     a.type = s.type;

@@ -38,6 +38,10 @@ struct CatalogOptions {
   FaultRegistry* faults = nullptr;                        // optional
   absl::Duration drop_drain_timeout = absl::Seconds(10);  // C9 step 2 budget
   uint64_t incarnation = 0;  // this process's id (C10); 0: a fresh random one
+  // Attributes a table may have from local changes (create_table, create_attribute, dynamic
+  // writes): past it they are refused with BAD_REQUEST. Peers' definitions are not limited
+  // (the cluster must converge on them).
+  size_t max_attributes_per_table = 1000;
 };
 
 struct AttributeSpec {
@@ -193,6 +197,8 @@ class Catalog {
                                                   std::vector<AttributeDef> attributes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes new attribute rows for a live generation and publishes the new definition.
+  // BAD_REQUEST when a table of `count` attributes would pass the limit (CatalogOptions).
+  absl::Status CheckAttributeCount(absl::string_view table, size_t count) const;
   absl::StatusOr<TableRef> AddAttributesLocked(const TableRef& live,
                                                const std::vector<AttributeSpec>& specs,
                                                Origin origin) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -24,6 +24,7 @@ absl::StatusOr<std::unique_ptr<LocalNode>> LocalNode::Open(const std::string& pa
   co.hlc = node->hlc.get();
   co.faults = options.faults;
   co.drop_drain_timeout = options.drop_drain_timeout;
+  co.max_attributes_per_table = options.max_attributes_per_table;
   CAIRN_ASSIGN_OR_RETURN(node->catalog, Catalog::Open(node->engine.get(), co));
   RecordStoreOptions ro;
   ro.node_name = options.name;

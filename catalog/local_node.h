@@ -23,6 +23,7 @@ struct LocalNodeOptions {
   absl::Duration tombstone_retention = absl::Hours(24 * 7);  // SPEC D5
   Clock* clock = nullptr;                                    // null: the system clock
   FaultRegistry* faults = nullptr;                           // null: none
+  size_t max_attributes_per_table = 1000;                    // CatalogOptions
   // The database is a restored copy: take a new log identity and forget every cursor on a
   // peer's log before anything else (storage::ChangeLog::ForgetIdentity).
   bool restored = false;

@@ -152,10 +152,12 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
         return ValidateRecords(live, inputs, &unused);
       };
       CAIRN_ASSIGN_OR_RETURN(def, catalog_->EnsureAttributes(def, added, v1::LOCAL, still_valid));
+      // `added` names each attribute once (ValidateRecords); an attempt after a retry may
+      // list one again.
+      absl::flat_hash_set<std::string> reported(result.new_attributes.begin(),
+                                                result.new_attributes.end());
       for (const auto& a : added) {
-        if (def->FindAttribute(a.name) != nullptr &&
-            std::find(result.new_attributes.begin(), result.new_attributes.end(), a.name) ==
-                result.new_attributes.end()) {
+        if (def->FindAttribute(a.name) != nullptr && reported.insert(a.name).second) {
           result.new_attributes.push_back(a.name);
         }
       }

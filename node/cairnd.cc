@@ -260,6 +260,7 @@ int Run(const NodeConfig& config) {
   node_options.sync_writes = config.sync_writes;
   node_options.drop_drain_timeout = config.drop_drain_timeout;
   node_options.tombstone_retention = config.tombstone_retention;
+  node_options.max_attributes_per_table = config.max_attributes_per_table;
   node_options.faults = config.enable_test_hooks ? &faults : nullptr;
   // A backup's directory (node/backup.h): this start restores it (decision 51).
   absl::StatusOr<std::optional<PendingRestore>> restore = FindPendingRestore(config.data_dir);

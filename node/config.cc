@@ -177,6 +177,10 @@ absl::Status ValidateConfig(const NodeConfig& c) {
   if (c.http_threads < 0 || c.http_threads > 4096) {
     return Error(ErrorCode::kBadRequest, "--http-threads must be between 0 (automatic) and 4096");
   }
+  if (c.max_attributes_per_table < 2 || c.max_attributes_per_table > 1'000'000) {
+    return Error(ErrorCode::kBadRequest,
+                 "--max-attributes-per-table must be between 2 and 1,000,000");
+  }
   if (c.max_connections < 1 || c.max_connections_per_client < 1) {
     return Error(ErrorCode::kBadRequest,
                  "--max-connections and --max-connections-per-client must be positive");
@@ -314,6 +318,9 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
                  "how long a request may take from its first byte to its last")
       ->capture_default_str();
   app.add_option("--idle-timeout", idle_timeout, "how long a connection may wait between requests")
+      ->capture_default_str();
+  app.add_option("--max-attributes-per-table", c.max_attributes_per_table,
+                 "attributes a table may have from local changes")
       ->capture_default_str();
   app.add_flag("--metrics-require-auth", c.metrics_require_auth,
                "GET /metrics needs the admin credentials too");

@@ -73,6 +73,8 @@ struct NodeConfig {
   absl::Duration request_timeout = absl::Seconds(10);
   absl::Duration idle_timeout = absl::Seconds(5);
   bool metrics_require_auth = false;
+  // Bounded work per request: a table's attributes from local changes (CatalogOptions).
+  size_t max_attributes_per_table = 1000;
   std::string log_level = "info";
 };
 
