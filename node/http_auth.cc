@@ -77,7 +77,10 @@ absl::Duration LoginGuard::Failed(absl::string_view address, absl::Time now) {
 void LoginGuard::Succeeded(absl::string_view address) {
   absl::MutexLock lock(&mu_);
   if (clients_.empty()) return;
-  clients_.erase(address);
+  // The failures are forgiven, not the log's pace: interleaving good logins with bad ones
+  // must not flood the log.
+  auto it = clients_.find(address);
+  if (it != clients_.end()) it->second.failures = 0;
 }
 
 uint64_t LoginGuard::failures_total() const {

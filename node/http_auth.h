@@ -44,7 +44,7 @@ class LoginGuard {
   // A failed login from `address`: counts and logs it (at most one line per address per
   // kLogEvery), and returns how long to wait before answering it.
   absl::Duration Failed(absl::string_view address, absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
-  // A successful login from `address` clears its failures.
+  // A successful login from `address` forgives its failures.
   void Succeeded(absl::string_view address) ABSL_LOCKS_EXCLUDED(mu_);
 
   uint64_t failures_total() const ABSL_LOCKS_EXCLUDED(mu_);

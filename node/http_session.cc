@@ -138,12 +138,10 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     }
   }
 
-  // From any thread (Stop): a connection waiting for a request closes now; one whose
-  // operation runs or whose answer is on its way closes after it (draining is set).
+  std::shared_ptr<Connection> Pin() override { return this->weak_from_this().lock(); }
+
   void Cancel() override {
-    auto self = this->weak_from_this().lock();
-    if (self == nullptr) return;
-    net::post(stream_.get_executor(), [self] {
+    net::post(stream_.get_executor(), [self = Self()] {
       if (!self->busy_) self->CloseNow();
     });
   }
@@ -658,8 +656,14 @@ void HttpShared::Unregister(Connection* c) {
 }
 
 void HttpShared::CancelAll() {
-  absl::MutexLock lock(&mu);
-  for (Connection* c : registered_) c->Cancel();
+  std::vector<std::shared_ptr<Connection>> pinned;
+  {
+    absl::MutexLock lock(&mu);
+    for (Connection* c : registered_) {
+      if (auto p = c->Pin()) pinned.push_back(std::move(p));
+    }
+  }
+  for (const auto& c : pinned) c->Cancel();
 }
 
 int HttpShared::connections() const {

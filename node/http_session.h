@@ -29,7 +29,10 @@ namespace cairn::node::http_internal {
 class Connection {
  public:
   virtual ~Connection() = default;
-  // Closes the socket from any thread; a pending read or write ends with an error.
+  // A reference that keeps the connection alive; null once it is being destroyed.
+  virtual std::shared_ptr<Connection> Pin() = 0;
+  // From any thread (on a pinned connection): closes it if it waits for a request; one whose
+  // operation runs or whose answer is on its way closes after it.
   virtual void Cancel() = 0;
 };
 
@@ -56,7 +59,8 @@ struct HttpShared {
   void Release(const std::string& address) ABSL_LOCKS_EXCLUDED(mu);
   void Register(Connection* c) ABSL_LOCKS_EXCLUDED(mu);
   void Unregister(Connection* c) ABSL_LOCKS_EXCLUDED(mu);
-  // Cancels every registered connection.
+  // Cancels every registered connection. The connections are pinned under the lock and
+  // cancelled (and possibly destroyed, which unregisters them) after it.
   void CancelAll() ABSL_LOCKS_EXCLUDED(mu);
   int connections() const ABSL_LOCKS_EXCLUDED(mu);
 
