@@ -4,6 +4,8 @@
 // producer run on a worker. The numbered guarantees are HttpServer's (node/http_server.h).
 #include "node/http_session.h"
 
+#include <poll.h>
+
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -33,6 +35,9 @@ namespace net = boost::asio;
 
 constexpr char kJson[] = "application/json";
 constexpr size_t kReadChunk = 8 << 10;
+// How long a worker that has just answered waits for the same client's next request before
+// handing the connection back to the I/O threads (ServeOnWorker).
+constexpr absl::Duration kFastPathWait = absl::Microseconds(500);
 // After an answer to a request whose body we will not read, how long its client may go on
 // sending (read and thrown away, at most the stated bytes) before the connection closes.
 // Closing with unread bytes would make the kernel reset the connection, and the client might
@@ -152,16 +157,20 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
 
   // --- Reading a request ------------------------------------------------------------------
 
-  void ReadRequest() {
-    if (closed_) return;
-    if (shared_->draining.load()) return CloseNow();
-    busy_ = false;
+  void NewParser() {
     parser_.emplace();
     parser_->header_limit(opt_.header_limit);
     // Checked by us once the credentials are (OnHeader). Not boost::none: Beast 1.74 compares
     // the length against the optional, and every length is greater than none.
     parser_->body_limit(std::numeric_limits<uint64_t>::max());
     operation_ = "unknown";
+  }
+
+  void ReadRequest() {
+    if (closed_) return;
+    if (shared_->draining.load()) return CloseNow();
+    busy_ = false;
+    NewParser();
     if (buffer_.size() > 0) return ReadHeader();  // a pipelined request is already here
     // Guarantee 3: an idle connection closes after idle_timeout.
     Lowest().expires_after(Chrono(opt_.idle_timeout));
@@ -173,9 +182,10 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
                             });
   }
 
-  void ReadHeader() {
+  // `fresh`: the request starts here; else its first bytes were read on a worker (NextOnWorker).
+  void ReadHeader(bool fresh = true) {
     // Guarantee 3: from the first byte, one deadline for the whole request.
-    start_ = absl::Now();
+    if (fresh) start_ = absl::Now();
     Lowest().expires_after(Chrono(opt_.request_timeout));
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = Self()](beast::error_code ec, size_t) { self->OnHeader(ec); });
@@ -347,27 +357,117 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
 
   void Dispatch(std::string body) {
     shared_->running.fetch_add(1);
-    net::post(shared_->workers, [self = Self(), body = std::move(body)]() {
-      Reply reply = self->RunOperation(body);
-      if (reply.stream) {
-        self->RunStream(std::move(reply));
-      } else {
-        // The answer goes out from here when the socket takes it at once (the common case),
-        // sparing the client a wait for an I/O thread to wake; the connection then goes on.
-        const bool close = !self->keep_alive_ || self->shared_->draining.load();
-        std::string bytes = self->Encode(reply, close, kJson, "");
-        const size_t written = self->WriteFromWorker(bytes);
-        net::post(self->stream_.get_executor(),
-                  [self, bytes = std::move(bytes), written, close, status = reply.status,
-                   op = std::move(reply.operation)]() mutable {
-                    if (self->closed_) return;
-                    self->operation_ = std::move(op);
-                    self->status_ = status;
-                    self->SendBytes(std::move(bytes), written, close, 0);
-                  });
-      }
+    net::post(shared_->workers, [self = Self(), body = std::move(body)]() mutable {
+      self->ServeOnWorker(std::move(body));
       self->shared_->running.fetch_sub(1);
     });
+  }
+
+  // On a worker, which owns the connection until it hands it back to the strand (nothing else
+  // touches it meanwhile: the strand reads nothing while an operation runs, and Cancel()
+  // leaves a busy connection alone). Runs the operation and answers. The answer goes out from
+  // here when the socket takes it at once (the common case), sparing the client a wait for an
+  // I/O thread; and while the client's next request follows at once, it is served here too
+  // (NextOnWorker), so a lone client pays one thread hand-off per request, not two.
+  void ServeOnWorker(std::string body) {
+    for (;;) {
+      Reply reply = RunOperation(body);
+      if (reply.stream) return RunStream(std::move(reply));
+      const bool close = !keep_alive_ || shared_->draining.load();
+      std::string bytes = Encode(reply, close, kJson, "");
+      const size_t written = WriteFromWorker(bytes);
+      if (written == bytes.size() && !close) {
+        operation_ = reply.operation;
+        status_ = reply.status;
+        Record();
+        std::optional<std::string> next = NextOnWorker();
+        if (!next.has_value()) return;  // handed back
+        body = std::move(*next);
+        continue;
+      }
+      net::post(stream_.get_executor(),
+                [self = Self(), bytes = std::move(bytes), written, close, status = reply.status,
+                 op = std::move(reply.operation)]() mutable {
+                  if (self->closed_) return;
+                  self->operation_ = std::move(op);
+                  self->status_ = status;
+                  self->SendBytes(std::move(bytes), written, close, 0);
+                });
+      return;
+    }
+  }
+
+  // On the worker that owns the connection, after an answer went out whole: the next
+  // request's body when it arrives within kFastPathWait, complete, and plainly acceptable
+  // (FastPathEligible). Anything else goes back to the strand at the step it reached, where
+  // the full checks run; then nullopt.
+  std::optional<std::string> NextOnWorker() {
+    auto hand_back = [this](std::function<void(Session*)> step) {
+      net::post(stream_.get_executor(),
+                [self = Self(), step = std::move(step)] { step(self.get()); });
+      return std::nullopt;
+    };
+    auto read_request = [](Session* s) { s->ReadRequest(); };
+    if constexpr (kTls) {
+      return hand_back(read_request);
+    } else {
+      if (shared_->draining.load()) return hand_back(read_request);
+      auto& socket = Lowest().socket();
+      if (buffer_.size() == 0) {
+        pollfd p{socket.native_handle(), POLLIN, 0};
+        const timespec wait{0, static_cast<long>(absl::ToInt64Nanoseconds(kFastPathWait))};
+        if (ppoll(&p, 1, &wait, nullptr) != 1) return hand_back(read_request);
+        beast::error_code ec;
+        const size_t n = socket.read_some(buffer_.prepare(kReadChunk), ec);  // non-blocking
+        buffer_.commit(n);
+        if (ec == net::error::would_block) return hand_back(read_request);
+        if (ec) return hand_back([ec](Session* s) { s->Abort(ec); });
+      }
+      NewParser();
+      start_ = absl::Now();
+      beast::error_code ec;
+      buffer_.consume(parser_->put(buffer_.data(), ec));  // stops after the header
+      if (ec == http::error::need_more || (!ec && !parser_->is_header_done())) {
+        return hand_back([](Session* s) { s->ReadHeader(/*fresh=*/false); });
+      }
+      if (ec || !FastPathEligible()) return hand_back([ec](Session* s) { s->OnHeader(ec); });
+      parser_->body_limit(opt_.max_body_bytes);
+      if (!parser_->is_done()) buffer_.consume(parser_->put(buffer_.data(), ec));
+      if (ec || !parser_->is_done()) {
+        return hand_back([ec](Session* s) { s->OnBody(ec ? ec : http::error::partial_message); });
+      }
+      std::string body = std::move(parser_->get().body());
+      parser_.reset();
+      if (body.find('\0') != std::string::npos) {
+        return hand_back([](Session* s) {
+          s->busy_ = true;
+          s->Respond(ErrorReply(Error(ErrorCode::kBadRequest, "the body contains a NUL byte")),
+                     false);
+        });
+      }
+      return body;
+    }
+  }
+
+  // A POST / that OnHeader would pass without any answer of its own, with its whole body
+  // already read. Conservative: anything unusual takes the full path on the strand.
+  bool FastPathEligible() {
+    const auto& req = parser_->get();
+    if (req.method() != http::verb::post || Sv(req.target()) != "/") return false;
+    if (static_cast<size_t>(std::distance(req.begin(), req.end())) > opt_.max_header_fields) {
+      return false;
+    }
+    if (req.count(http::field::content_length) != 1 ||
+        req.count(http::field::transfer_encoding) != 0 || req.count(http::field::expect) != 0 ||
+        req.count(http::field::content_encoding) != 0) {
+      return false;
+    }
+    const uint64_t length = parser_->content_length().value_or(0);
+    if (length > opt_.max_body_bytes || buffer_.size() < length) return false;
+    if (!shared_->auth.Check(Sv(req[http::field::authorization])).ok()) return false;
+    http10_ = req.version() < 11;
+    keep_alive_ = req.keep_alive();
+    return true;
   }
 
   // On a worker. Guarantee 7.
