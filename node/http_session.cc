@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "boost/asio/dispatch.hpp"
 #include "boost/asio/post.hpp"
 #include "boost/asio/steady_timer.hpp"
 #include "boost/asio/write.hpp"
@@ -130,24 +131,29 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     shared_->Release(address_);
   }
 
+  // Starts on the connection's own strand (the caller runs on the acceptor's), so that a
+  // Cancel() posted as soon as the session is registered runs after the start, never beside it.
   void Run() {
-    shared_->Register(this);
-    if constexpr (kTls) {
-      Lowest().expires_after(Chrono(opt_.request_timeout));
-      stream_.async_handshake(net::ssl::stream_base::server, [self = Self()](beast::error_code ec) {
-        if (ec) return self->Abort(ec);
+    net::dispatch(stream_.get_executor(), [self = Self()] {
+      self->shared_->Register(self.get());
+      if constexpr (kTls) {
+        self->Lowest().expires_after(Chrono(self->opt_.request_timeout));
+        self->stream_.async_handshake(net::ssl::stream_base::server, [self](beast::error_code ec) {
+          if (ec) return self->Abort(ec);
+          self->ReadRequest();
+        });
+      } else {
         self->ReadRequest();
-      });
-    } else {
-      ReadRequest();
-    }
+      }
+    });
   }
 
   std::shared_ptr<Connection> Pin() override { return this->weak_from_this().lock(); }
 
   void Cancel() override {
     net::post(stream_.get_executor(), [self = Self()] {
-      if (!self->busy_) self->CloseNow();
+      // A streamed answer is cut (Stop() has given running operations their time first).
+      if (self->reply_stream_ != nullptr || !self->busy_) self->CloseNow();
     });
   }
 
@@ -430,7 +436,13 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       if (ec == http::error::need_more || (!ec && !parser_->is_header_done())) {
         return hand_back([](Session* s) { s->ReadHeader(/*fresh=*/false); });
       }
-      if (ec || !FastPathEligible()) return hand_back([ec](Session* s) { s->OnHeader(ec); });
+      if (ec || !FastPathEligible()) {
+        // The worker set no deadline: the request's starts now, on the strand (guarantee 3).
+        return hand_back([ec](Session* s) {
+          s->Lowest().expires_after(Chrono(s->opt_.request_timeout));
+          s->OnHeader(ec);
+        });
+      }
       parser_->body_limit(opt_.max_body_bytes);
       if (!parser_->is_done()) buffer_.consume(parser_->put(buffer_.data(), ec));
       if (ec || !parser_->is_done()) {
@@ -570,6 +582,8 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   // A refusal: the answer, then the connection closes. `drain` bytes more of the request are
   // read and thrown away first (so the client hears the answer); 0: close at once.
   void Refuse(const absl::Status& error, uint64_t drain, bool close = true) {
+    // A refusal that may keep the connection still honours the client and a drain.
+    close = close || !keep_alive_ || shared_->draining.load();
     Send(ErrorReply(error), close, close ? drain : 0, kJson, "");
   }
 

@@ -281,6 +281,25 @@ TEST_F(FrontDoorTest, RequestDeadlineCutsATrickle) {
   EXPECT_GE(Metric("cairn_http_timeouts_total"), 1);
 }
 
+// Guarantee 3 with the worker's fast path: requests answered on a worker set no deadline, so
+// one handed back to the strand later (here: it expects 100-continue) must get a fresh one,
+// not the stale deadline of the connection's first request (which cut it off at once).
+TEST_F(FrontDoorTest, AHandedBackRequestGetsItsOwnDeadline) {
+  ASSERT_NO_FATAL_FAILURE(StartNode({"--request-timeout", "1s"}));
+  RawConnection c(node_->port());
+  const absl::Time start = absl::Now();
+  for (int i = 0; absl::Now() - start < absl::Milliseconds(1500); ++i) {
+    ASSERT_TRUE(c.Send(PostRequest(Insert(i))));
+    ASSERT_EQ(c.Read().status, 200) << i;
+  }
+  const std::string body = Insert(100000);
+  ASSERT_TRUE(c.Send(absl::StrCat("POST / HTTP/1.1\r\nHost: cairn\r\nExpect: 100-continue\r\n",
+                                  BasicAuthLine(), "Content-Length: ", body.size(), "\r\n\r\n")));
+  ASSERT_EQ(c.Read().status, 100);
+  ASSERT_TRUE(c.Send(body));
+  EXPECT_EQ(c.Read().status, 200);
+}
+
 // Guarantee 2: over a cap, refused at once with 503, others still served.
 TEST_F(FrontDoorTest, ConnectionCapsRefuseTheExcess) {
   ASSERT_NO_FATAL_FAILURE(
