@@ -180,8 +180,7 @@ void HttpServer::Impl::Accepted(tcp::socket socket) {
   if (shared_->draining.load()) return;  // the socket closes with this scope
   // Guarantee 2: over a cap, refused at once. On plain HTTP the client hears why (one small
   // non-blocking write into an empty socket buffer); on HTTPS it would take a handshake.
-  bool admitted = shared_->connections() < max_connections_ && shared_->Admit(address);
-  if (!admitted) {
+  if (!shared_->Admit(address, max_connections_)) {
     ++shared_->refused_connections;
     if (tls_ == nullptr) {
       static const std::string kRefusal = [] {

@@ -742,9 +742,9 @@ HttpShared::HttpShared(OperationHandler h, Metrics* m, HttpServerOptions o)
       logins(options.node_name),
       workers(static_cast<size_t>(std::max(1, options.worker_threads))) {}
 
-bool HttpShared::Admit(const std::string& address) {
+bool HttpShared::Admit(const std::string& address, int max_total) {
   absl::MutexLock lock(&mu);
-  if (connections_ >= options.max_connections) return false;
+  if (connections_ >= max_total) return false;
   int& n = per_client_[address];
   if (n >= options.max_connections_per_client) return false;
   ++n;

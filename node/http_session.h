@@ -53,9 +53,10 @@ struct HttpShared {
   std::atomic<uint64_t> malformed{0};            // refused by the parser or the framing rules
   std::atomic<uint64_t> internal_errors{0};      // exceptions out of an operation (500)
 
-  // Admission (guarantee 2). Admit counts the connection when under both caps; Release undoes
-  // it. Register/Unregister keep the set Stop() closes.
-  bool Admit(const std::string& address) ABSL_LOCKS_EXCLUDED(mu);
+  // Admission (guarantee 2). Admit counts the connection when under both caps (`max_total`:
+  // the total cap the process can hold, options.max_connections or less); Release undoes it.
+  // Register/Unregister keep the set Stop() closes.
+  bool Admit(const std::string& address, int max_total) ABSL_LOCKS_EXCLUDED(mu);
   void Release(const std::string& address) ABSL_LOCKS_EXCLUDED(mu);
   void Register(Connection* c) ABSL_LOCKS_EXCLUDED(mu);
   void Unregister(Connection* c) ABSL_LOCKS_EXCLUDED(mu);

@@ -423,7 +423,7 @@ TEST_F(FrontDoorTest, R2_AnUnconfiguredPeerPortAppliesNothing) {
                         {"records", {{{"id", 1}}}}})
                 .status,
             200);
-  auto stub = peer::v1::Peer::NewStub(
+  auto client = peer::v1::Peer::NewStub(
       grpc::CreateChannel(node_->peer_address(), grpc::InsecureChannelCredentials()));
   peer::v1::ForwardRequest request;
   request.mutable_drop_table()->set_database("d");
@@ -434,7 +434,7 @@ TEST_F(FrontDoorTest, R2_AnUnconfiguredPeerPortAppliesNothing) {
   context.AddMetadata("cairn-node", "anyone");
   context.AddMetadata("cairn-replicated-from", "anyone");
   peer::v1::ForwardResponse response;
-  const grpc::Status s = stub->Forward(&context, request, &response);
+  const grpc::Status s = client->Forward(&context, request, &response);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s.error_message();
   EXPECT_EQ(Rows(), 1u) << "the table was dropped by an unauthenticated caller";
 

@@ -29,8 +29,8 @@ uint64_t Inputs(uint64_t fallback) {
 
 // Valid operations on a small world of names, so that mutations reach deep paths.
 std::vector<json> Corpus() {
-  const json records = json::array({{{"id", 1}, {"name", "a"}, {"qty", 2}},
-                                    {{"id", "k"}, {"name", "b"}, {"tags", {"x", "y"}}}});
+  const json records = json::array(
+      {{{"id", 1}, {"name", "a"}, {"qty", 2}}, {{"id", "k"}, {"name", "b"}, {"tags", {"x", "y"}}}});
   return {
       {{"operation", "create_table"}, {"database", "d"}, {"table", "t"}, {"primary_key", "id"}},
       {{"operation", "create_table"},
@@ -75,16 +75,26 @@ class Mutator {
 
   json RandomValue(int depth = 0) {
     switch (Below(depth > 2 ? 9 : 11)) {
-      case 0: return nullptr;
-      case 1: return OneIn(2);
-      case 2: return static_cast<int64_t>(rng_());
-      case 3: return static_cast<uint64_t>(rng_());
-      case 4: return std::uniform_real_distribution<double>(-1e300, 1e300)(rng_);
-      case 5: return std::vector<int64_t>{0, -1, 1, std::numeric_limits<int64_t>::min()}[Below(4)];
-      case 6: return std::string(Below(4), "ab\0/`*."[Below(7)]);
-      case 7: return std::vector<std::string>{"d", "t", "s", "id", "*", "", "__createdtime__",
-                                              "a/b", std::string(300, 'x')}[Below(9)];
-      case 8: return 0.5 * static_cast<double>(Below(10));
+      case 0:
+        return nullptr;
+      case 1:
+        return OneIn(2);
+      case 2:
+        return static_cast<int64_t>(rng_());
+      case 3:
+        return static_cast<uint64_t>(rng_());
+      case 4:
+        return std::uniform_real_distribution<double>(-1e300, 1e300)(rng_);
+      case 5:
+        return std::vector<int64_t>{0, -1, 1, std::numeric_limits<int64_t>::min()}[Below(4)];
+      case 6:
+        return std::string(Below(4), "ab\0/`*."[Below(7)]);
+      case 7:
+        return std::vector<std::string>{
+            "d", "t", "s", "id", "*", "", "__createdtime__", "a/b", std::string(300, 'x')}[Below(
+            9)];
+      case 8:
+        return 0.5 * static_cast<double>(Below(10));
       case 9: {
         json a = json::array();
         for (size_t i = Below(4); i > 0; --i) a.push_back(RandomValue(depth + 1));
@@ -114,9 +124,9 @@ class Mutator {
         std::advance(it, Below(j.size()));
         j.erase(it);
       } else {
-        j[std::vector<std::string>{"operation", "database", "table", "records", "ids",
-                                   "attribute", "value", "get_attributes", "limit",
-                                   "replicated", "primary_key"}[Below(11)]] = RandomValue();
+        j[std::vector<std::string>{"operation", "database", "table", "records", "ids", "attribute",
+                                   "value", "get_attributes", "limit", "replicated",
+                                   "primary_key"}[Below(11)]] = RandomValue();
       }
       return;
     }
@@ -127,11 +137,21 @@ class Mutator {
     for (size_t n = 1 + Below(4); n > 0 && !s.empty(); --n) {
       const size_t at = Below(s.size());
       switch (Below(5)) {
-        case 0: s[at] = static_cast<char>(rng_()); break;
-        case 1: s.erase(at, 1 + Below(8)); break;
-        case 2: s.insert(at, std::string(1 + Below(3), "{}[]\",:\\0e-"[Below(12)])); break;
-        case 3: s.resize(at); break;
-        default: s.insert(at, s.substr(Below(s.size()), Below(16))); break;
+        case 0:
+          s[at] = static_cast<char>(rng_());
+          break;
+        case 1:
+          s.erase(at, 1 + Below(8));
+          break;
+        case 2:
+          s.insert(at, std::string(1 + Below(3), "{}[]\",:\\0e-"[Below(12)]));
+          break;
+        case 3:
+          s.resize(at);
+          break;
+        default:
+          s.insert(at, s.substr(Below(s.size()), Below(16)));
+          break;
       }
     }
     return s;
@@ -152,21 +172,43 @@ class Mutator {
     std::string start = "POST / HTTP/1.1\r\n";
     std::string extra;
     switch (Below(14)) {
-      case 0: auth = ""; break;
-      case 1: auth = BasicAuthLine("wrong"); break;
-      case 2: length = ""; break;
-      case 3: length = absl::StrCat("Content-Length: ", Below(body.size() + 8), "\r\n"); break;
-      case 4: length += length; break;
-      case 5: extra = "Transfer-Encoding: chunked\r\n"; break;
-      case 6: extra = "Expect: 100-continue\r\n"; break;
-      case 7: start = "POST / HTTP/1.0\r\n"; break;
-      case 8: start = std::vector<std::string>{"GET /health HTTP/1.1\r\n", "GET /metrics HTTP/1.1\r\n",
-                                               "PUT / HTTP/1.1\r\n", "POST /x HTTP/1.1\r\n",
-                                               "BREW / HTTP/9.9\r\n"}[Below(5)];
+      case 0:
+        auth = "";
         break;
-      case 9: extra = MutateText("X-Junk: value\r\n"); break;
-      case 10: extra = absl::StrCat("X-Big: ", std::string(Below(40000), 'h'), "\r\n"); break;
-      default: break;
+      case 1:
+        auth = BasicAuthLine("wrong");
+        break;
+      case 2:
+        length = "";
+        break;
+      case 3:
+        length = absl::StrCat("Content-Length: ", Below(body.size() + 8), "\r\n");
+        break;
+      case 4:
+        length += length;
+        break;
+      case 5:
+        extra = "Transfer-Encoding: chunked\r\n";
+        break;
+      case 6:
+        extra = "Expect: 100-continue\r\n";
+        break;
+      case 7:
+        start = "POST / HTTP/1.0\r\n";
+        break;
+      case 8:
+        start = std::vector<std::string>{"GET /health HTTP/1.1\r\n", "GET /metrics HTTP/1.1\r\n",
+                                         "PUT / HTTP/1.1\r\n", "POST /x HTTP/1.1\r\n",
+                                         "BREW / HTTP/9.9\r\n"}[Below(5)];
+        break;
+      case 9:
+        extra = MutateText("X-Junk: value\r\n");
+        break;
+      case 10:
+        extra = absl::StrCat("X-Big: ", std::string(Below(40000), 'h'), "\r\n");
+        break;
+      default:
+        break;
     }
     std::string request = absl::StrCat(start, "Host: fuzz\r\n", auth, length, extra, "\r\n", body);
     if (OneIn(10)) request = MutateText(request);

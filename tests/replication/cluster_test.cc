@@ -342,7 +342,7 @@ TEST_F(ClusterTest, R9_ForwardNamingAnotherNodeThanTheCallerIsRefused) {
 TEST_F(ClusterTest, R2_WithoutASecretOrTlsNoPeerCallIsApplied) {
   auto open = NewNode("open", /*secret=*/"");
   ASSERT_OK(open->catalog().CreateTable(Spec("shop", "t", {"x"})));
-  auto stub = peer::v1::Peer::NewStub(
+  auto client = peer::v1::Peer::NewStub(
       grpc::CreateChannel(open->address(), grpc::InsecureChannelCredentials()));
   peer::v1::ForwardRequest request;
   request.mutable_drop_table()->set_database("shop");
@@ -352,7 +352,7 @@ TEST_F(ClusterTest, R2_WithoutASecretOrTlsNoPeerCallIsApplied) {
   context.AddMetadata("cairn-node", "anyone");
   context.AddMetadata("cairn-replicated-from", "anyone");
   peer::v1::ForwardResponse response;
-  grpc::Status s = stub->Forward(&context, request, &response);
+  grpc::Status s = client->Forward(&context, request, &response);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s.error_message();
   EXPECT_NE(open->Table("shop", "t"), nullptr);
   EXPECT_EQ(open->catalog().Snapshot()->MarkerFor("shop", "t"), 0u);
