@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/random/random.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "catalog/internal/catalog_rows.h"
@@ -79,15 +80,28 @@ SnapshotRef Catalog::Snapshot() const {
 // Load and restart recovery (C10).
 
 absl::Status Catalog::Load() {
-  WriteLock lock(this);
   auto snap = std::make_shared<CatalogSnapshot>();
   HybridClock* hlc = options_.hlc;
 
+  // Invariant (3): resume above every id handed out, by the high-water keys or (written
+  // before them) the next-id key.
+  uint64_t next_generation = 1;
   {
     std::string value;
     bool found = false;
     CAIRN_RETURN_IF_ERROR(engine_->Get(Cf::kMeta, storage::kNextGenerationKey, &value, &found));
-    if (found && value.size() == 8) next_generation_id_ = storage::GetBigEndian64(value);
+    if (found && value.size() == 8) next_generation = storage::GetBigEndian64(value);
+    const std::string prefix(storage::kGenerationHighWaterPrefix);
+    auto it = engine_->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(prefix));
+    it->SeekToLast();
+    if (it->Valid()) {
+      const absl::string_view key = storage::ToView(it->key());
+      if (key.size() == prefix.size() + 8 && absl::StartsWith(key, prefix)) {
+        next_generation =
+            std::max(next_generation, storage::GetBigEndian64(key.substr(prefix.size())) + 1);
+      }
+    }
+    CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
   }
 
   auto scan = [&](absl::string_view prefix, auto&& fn) -> absl::Status {
@@ -146,7 +160,7 @@ absl::Status Catalog::Load() {
         return absl::OkStatus();
       }));
 
-  next_generation_id_ = std::max(next_generation_id_, max_generation + 1);
+  next_generation = std::max(next_generation, max_generation + 1);
   for (v1::TableRow& row : live) {
     std::vector<AttributeDef> attributes;
     CAIRN_RETURN_IF_ERROR(
@@ -206,15 +220,19 @@ absl::Status Catalog::Load() {
     m = std::max(m, row.tombstone().dropped_time());
     hlc->Observe(row.tombstone().dropped_time());
   }
-  current_ = snap;
-  PublishLocked(std::make_shared<CatalogSnapshot>(*snap));
+  {
+    absl::MutexLock lock(&mu_);
+    next_generation_id_ = next_generation;
+    PublishLocked(std::move(snap));  // no listener yet
+  }
 
   // C10: every tombstone was written by an earlier incarnation (this one has written none),
   // so nothing of that process can still be writing: finish step 3.
   for (const v1::TableRow& row : tombstoned) {
     spdlog::info("[{}] completing the interrupted drop of {} (generation {})", options_.node_name,
                  Qualified(row.database(), row.name()), row.generation_id());
-    CAIRN_RETURN_IF_ERROR(FinishDropLocked(row, row.tombstone()));
+    DatabaseLock lock(this, row.database());
+    CAIRN_RETURN_IF_ERROR(FinishDrop(lock, row, row.tombstone()));
   }
 
   rocksdb::WriteBatch batch;
@@ -228,9 +246,32 @@ absl::Status Catalog::Load() {
 // ---------------------------------------------------------------------------------------------
 // Publishing.
 
-std::shared_ptr<CatalogSnapshot> Catalog::CopyLocked() const {
-  mu_.AssertHeld();
-  return std::make_shared<CatalogSnapshot>(*current_);
+Catalog::DatabaseLock::DatabaseLock(Catalog* catalog, absl::string_view db)
+    : catalog_(catalog), db_(db) {
+  {
+    absl::MutexLock lock(&catalog_->locks_mu_);
+    std::unique_ptr<DatabaseMutex>& m = catalog_->db_locks_[db_];
+    if (m == nullptr) m = std::make_unique<DatabaseMutex>();
+    ++m->users;
+    mutex_ = m.get();
+  }
+  mutex_->mu.Lock();
+}
+
+Catalog::DatabaseLock::~DatabaseLock() {
+  mutex_->mu.Unlock();
+  {
+    absl::MutexLock lock(&catalog_->locks_mu_);
+    if (--mutex_->users == 0) catalog_->db_locks_.erase(db_);
+  }
+  if (catalog_->listener_) {
+    for (const SnapshotRef& s : published_) catalog_->listener_(s);
+  }
+}
+
+void Catalog::DatabaseLock::AssertCovers(absl::string_view db) const {
+  CAIRN_CHECK(db == db_) << "catalog mutation of database '" << db << "' under the lock of '" << db_
+                         << "'";
 }
 
 void Catalog::PutTable(CatalogSnapshot* snap, absl::string_view db, absl::string_view table,
@@ -251,7 +292,14 @@ void Catalog::PutTable(CatalogSnapshot* snap, absl::string_view db, absl::string
   snap->databases[std::string(db)] = std::move(d);
 }
 
-void Catalog::PublishLocked(std::shared_ptr<CatalogSnapshot> next) {
+void Catalog::Publish(const DatabaseLock& lock, const std::function<void(CatalogSnapshot*)>& edit) {
+  absl::MutexLock publish_lock(&mu_);
+  auto next = std::make_shared<CatalogSnapshot>(*current_);
+  edit(next.get());
+  lock.published_.push_back(PublishLocked(std::move(next)));
+}
+
+SnapshotRef Catalog::PublishLocked(std::shared_ptr<CatalogSnapshot> next) {
   mu_.AssertHeld();
   next->version = (current_ == nullptr ? 0 : current_->version) + 1;
   current_ = next;
@@ -259,7 +307,7 @@ void Catalog::PublishLocked(std::shared_ptr<CatalogSnapshot> next) {
     absl::MutexLock lock(&snapshot_mu_);
     snapshot_ = next;
   }
-  to_notify_.push_back(std::move(next));
+  return next;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -267,8 +315,8 @@ void Catalog::PublishLocked(std::shared_ptr<CatalogSnapshot> next) {
 
 absl::Status Catalog::CreateDatabase(absl::string_view db) {
   CAIRN_RETURN_IF_ERROR(ValidateDatabaseName(db));
-  WriteLock lock(this);
-  if (current_->FindDatabase(db) != nullptr) {
+  DatabaseLock lock(this, db);
+  if (Snapshot()->FindDatabase(db) != nullptr) {
     return Error(ErrorCode::kDatabaseExists, absl::StrCat("database '", db, "' already exists"));
   }
   v1::DatabaseRow row;
@@ -278,12 +326,10 @@ absl::Status Catalog::CreateDatabase(absl::string_view db) {
   rocksdb::WriteBatch batch;
   PutProto(engine_, &batch, Cf::kCatalog, storage::DatabaseKey(db), row);
   CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
-  auto next = CopyLocked();
   auto d = std::make_shared<DatabaseDef>();
   d->name = row.name();
   d->created_time = row.created_time();
-  next->databases[row.name()] = std::move(d);
-  PublishLocked(std::move(next));
+  Publish(lock, [&](CatalogSnapshot* next) { next->databases[row.name()] = std::move(d); });
   return absl::OkStatus();
 }
 
@@ -307,14 +353,15 @@ absl::StatusOr<TableRef> Catalog::CreateTable(const TableSpec& spec) {
   CAIRN_RETURN_IF_ERROR(
       CheckAttributeCount(Qualified(spec.database, spec.table), attributes.size()));
 
-  WriteLock lock(this);
-  if (current_->FindTable(spec.database, spec.table).ok()) {
+  DatabaseLock lock(this, spec.database);
+  const SnapshotRef base = Snapshot();  // invariant (1)
+  if (base->FindTable(spec.database, spec.table).ok()) {
     return Error(ErrorCode::kTableExists,
                  absl::StrCat("table '", Qualified(spec.database, spec.table), "' already exists"));
   }
   // C3: a local generation is newer than every drop of its name this node knows, including
-  // drops still completing (their time is in current_->markers).
-  const Hlc marker = current_->MarkerFor(spec.database, spec.table);
+  // drops still completing (their time is in the snapshot's markers).
+  const Hlc marker = base->MarkerFor(spec.database, spec.table);
   v1::TableRow row;
   row.set_database(spec.database);
   row.set_name(spec.table);
@@ -328,13 +375,17 @@ absl::StatusOr<TableRef> Catalog::CreateTable(const TableSpec& spec) {
   row.set_schema_defined(spec.attributes.has_value());
   row.set_replicate(spec.replicate);
   row.set_origin(v1::LOCAL);
-  return CreateGenerationLocked(std::move(row), std::move(attributes));
+  return CreateGeneration(lock, std::move(row), std::move(attributes));
 }
 
-absl::StatusOr<TableRef> Catalog::CreateGenerationLocked(v1::TableRow row,
-                                                         std::vector<AttributeDef> attributes) {
-  mu_.AssertHeld();
-  const uint64_t generation = next_generation_id_;
+absl::StatusOr<TableRef> Catalog::CreateGeneration(const DatabaseLock& lock, v1::TableRow row,
+                                                   std::vector<AttributeDef> attributes) {
+  lock.AssertCovers(row.database());
+  uint64_t generation = 0;
+  {
+    absl::MutexLock id_lock(&mu_);
+    generation = next_generation_id_++;  // invariant (3); a failed create leaves a gap
+  }
   uint32_t next_attribute_id = 1;
   for (const AttributeDef& a : attributes)
     next_attribute_id = std::max(next_attribute_id, a.id + 1);
@@ -343,7 +394,7 @@ absl::StatusOr<TableRef> Catalog::CreateGenerationLocked(v1::TableRow row,
 
   // C1, C2: the whole definition is one batch; nothing outside the generation's own keys.
   rocksdb::WriteBatch batch;
-  const bool new_database = current_->FindDatabase(row.database()) == nullptr;
+  const bool new_database = Snapshot()->FindDatabase(row.database()) == nullptr;
   Hlc db_created_time = 0;
   if (new_database) {
     v1::DatabaseRow db_row;
@@ -357,36 +408,39 @@ absl::StatusOr<TableRef> Catalog::CreateGenerationLocked(v1::TableRow row,
   for (const AttributeDef& a : attributes) {
     PutProto(engine_, &batch, Cf::kCatalog, storage::AttributeKey(generation, a.name), ToRow(a));
   }
+  // Invariant (3): this id's high-water key, and none below it (a create that commits after
+  // a newer one removes nothing of it).
   batch
-      .Put(engine_->cf(Cf::kMeta), ToSlice(storage::kNextGenerationKey),
-           ToSlice(BigEndian(generation + 1)))
+      .DeleteRange(engine_->cf(Cf::kMeta), ToSlice(storage::GenerationHighWaterKey(0)),
+                   ToSlice(storage::GenerationHighWaterKey(generation)))
       .PermitUncheckedError();
+  batch.Put(engine_->cf(Cf::kMeta), ToSlice(storage::GenerationHighWaterKey(generation)), "")
+      .PermitUncheckedError();
+  batch.Delete(engine_->cf(Cf::kMeta), ToSlice(storage::kNextGenerationKey)).PermitUncheckedError();
 
   CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kCreateBeforeCommit));
   CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
-  next_generation_id_ = generation + 1;
   // why ignored: the create is durable; only crash, delay and block matter at this point.
   CAIRN_FAULT(options_.faults, fault_points::kCreateAfterCommit).IgnoreError();
 
   // Publish (C1): only now can any reader see the table.
-  auto next = CopyLocked();
-  if (new_database) {
-    auto d = std::make_shared<DatabaseDef>();
-    d->name = row.database();
-    d->created_time = db_created_time;
-    next->databases[row.database()] = std::move(d);
-  }
-  const uint64_t version = current_->version + 1;
   auto state = std::make_shared<GenerationState>();
   {
     absl::MutexLock schema_lock(&state->schema_mu());
-    state->set_schema_version(version);
+    state->set_schema_version(1);
   }
   const std::string db = row.database(), table = row.name();
-  auto def =
-      std::make_shared<TableDef>(std::move(row), std::move(attributes), std::move(state), version);
-  PutTable(next.get(), db, table, def);
-  PublishLocked(std::move(next));
+  auto def = std::make_shared<TableDef>(std::move(row), std::move(attributes), std::move(state),
+                                        /*schema_version=*/1);
+  Publish(lock, [&](CatalogSnapshot* next) {
+    if (new_database) {
+      auto d = std::make_shared<DatabaseDef>();
+      d->name = db;
+      d->created_time = db_created_time;
+      next->databases[db] = std::move(d);
+    }
+    PutTable(next, db, table, def);
+  });
   return TableRef(def);
 }
 
@@ -400,10 +454,10 @@ absl::Status Catalog::CheckAttributeCount(absl::string_view table, size_t count)
                             options_.max_attributes_per_table, " (--max-attributes-per-table)"));
 }
 
-absl::StatusOr<TableRef> Catalog::AddAttributesLocked(const TableRef& live,
-                                                      const std::vector<AttributeSpec>& specs,
-                                                      Origin origin) {
-  mu_.AssertHeld();
+absl::StatusOr<TableRef> Catalog::AddAttributes(const DatabaseLock& lock, const TableRef& live,
+                                                const std::vector<AttributeSpec>& specs,
+                                                Origin origin) {
+  lock.AssertCovers(live->database());
   std::vector<AttributeDef> attributes = live->attributes();
   uint32_t next_id = live->next_attribute_id();
   const uint64_t generation = live->generation_id();
@@ -437,14 +491,14 @@ absl::StatusOr<TableRef> Catalog::AddAttributesLocked(const TableRef& live,
   row.set_next_attribute_id(next_id);
   PutProto(engine_, &batch, Cf::kCatalog, storage::TableKey(row.database(), row.name(), generation),
            row);
-  return ReplaceDefinitionLocked(live, std::move(row), std::move(attributes), &batch, nullptr);
+  return ReplaceDefinition(lock, live, std::move(row), std::move(attributes), &batch, nullptr);
 }
 
-absl::StatusOr<TableRef> Catalog::ReplaceDefinitionLocked(
-    const TableRef& live, v1::TableRow row, std::vector<AttributeDef> attributes,
-    rocksdb::WriteBatch* batch, const std::function<void(CatalogSnapshot*)>& also,
-    const Fenced& fenced) {
-  mu_.AssertHeld();
+absl::StatusOr<TableRef> Catalog::ReplaceDefinition(
+    const DatabaseLock& lock, const TableRef& live, v1::TableRow row,
+    std::vector<AttributeDef> attributes, rocksdb::WriteBatch* batch,
+    const std::function<void(CatalogSnapshot*)>& also, const Fenced& fenced) {
+  lock.AssertCovers(live->database());
   CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kSchemaBeforeFence));
   // GenerationState invariant (1): from before the write until the new definition is
   // published, no writer validated against `live` can commit.
@@ -452,47 +506,48 @@ absl::StatusOr<TableRef> Catalog::ReplaceDefinitionLocked(
   AttributeStamps stripping = live->stripping();
   if (fenced) CAIRN_RETURN_IF_ERROR(fenced(batch, &stripping));
   CAIRN_RETURN_IF_ERROR(engine_->Write(batch));
-  const uint64_t version = current_->version + 1;
+  // Under the DatabaseLock `live` is the generation's newest definition (invariant (1)).
+  const uint64_t version = live->schema_version() + 1;
   live->state()->set_schema_version(version);
   auto def = std::make_shared<TableDef>(std::move(row), std::move(attributes), live->shared_state(),
                                         version, std::move(stripping));
-  auto next = CopyLocked();
-  PutTable(next.get(), def->database(), def->name(), def);
-  if (also) also(next.get());
-  PublishLocked(std::move(next));
+  Publish(lock, [&](CatalogSnapshot* next) {
+    PutTable(next, def->database(), def->name(), def);
+    if (also) also(next);
+  });
   return TableRef(def);
 }
 
 absl::StatusOr<TableRef> Catalog::CreateAttribute(absl::string_view db, absl::string_view table,
                                                   const AttributeSpec& spec) {
   CAIRN_RETURN_IF_ERROR(ValidateAttributeName(spec.name));
-  WriteLock lock(this);
-  CAIRN_ASSIGN_OR_RETURN(TableRef live, current_->FindTable(db, table));
+  DatabaseLock lock(this, db);
+  CAIRN_ASSIGN_OR_RETURN(TableRef live, Snapshot()->FindTable(db, table));
   if (live->FindAttribute(spec.name) != nullptr) {
     return Error(ErrorCode::kAttributeExists, absl::StrCat("attribute '", Qualified(db, table), ".",
                                                            spec.name, "' already exists"));
   }
-  return AddAttributesLocked(live, {spec}, v1::LOCAL);
+  return AddAttributes(lock, live, {spec}, v1::LOCAL);
 }
 
 absl::StatusOr<TableRef> Catalog::EnsureAttributes(
     const TableRef& def, const std::vector<AttributeSpec>& attributes, Origin origin,
     const std::function<absl::Status(const TableDef& live)>& check) {
   for (const AttributeSpec& a : attributes) CAIRN_RETURN_IF_ERROR(ValidateAttributeName(a.name));
-  WriteLock lock(this);
-  auto live = current_->FindTable(def->database(), def->name());
+  DatabaseLock lock(this, def->database());
+  auto live = Snapshot()->FindTable(def->database(), def->name());
   if (!live.ok() || (*live)->generation_id() != def->generation_id()) {
     return Error(ErrorCode::kTableDropping,
                  absl::StrCat("table '", def->QualifiedName(), "' was dropped"));
   }
   if (check) CAIRN_RETURN_IF_ERROR(check(**live));
-  return AddAttributesLocked(*live, attributes, origin);
+  return AddAttributes(lock, *live, attributes, origin);
 }
 
 absl::StatusOr<TableRef> Catalog::RemoveAttribute(absl::string_view db, absl::string_view table,
                                                   absl::string_view attribute) {
-  WriteLock lock(this);
-  CAIRN_ASSIGN_OR_RETURN(TableRef live, current_->FindTable(db, table));
+  DatabaseLock lock(this, db);
+  CAIRN_ASSIGN_OR_RETURN(TableRef live, Snapshot()->FindTable(db, table));
   const AttributeDef* a = live->FindAttribute(attribute);
   if (a == nullptr) {
     return Error(ErrorCode::kUnknownAttribute, absl::StrCat("attribute '", Qualified(db, table),
@@ -531,13 +586,13 @@ absl::StatusOr<TableRef> Catalog::RemoveAttribute(absl::string_view db, absl::st
     (*stripping)[name] = stamp;
     return absl::OkStatus();
   };
-  return ReplaceDefinitionLocked(live, live->row(), std::move(attributes), &batch, nullptr,
-                                 stamp_drop);
+  return ReplaceDefinition(lock, live, live->row(), std::move(attributes), &batch, nullptr,
+                           stamp_drop);
 }
 
 absl::Status Catalog::FinishStrip(const TableDef& def, absl::string_view attribute, Hlc stamp) {
-  WriteLock lock(this);
-  auto live = current_->FindTable(def.database(), def.name());
+  DatabaseLock lock(this, def.database());
+  auto live = Snapshot()->FindTable(def.database(), def.name());
   if (!live.ok() || (*live)->generation_id() != def.generation_id()) {
     return absl::OkStatus();  // dropped: the drop removes the pending strip with the rest
   }
@@ -547,11 +602,11 @@ absl::Status Catalog::FinishStrip(const TableDef& def, absl::string_view attribu
   batch.Delete(engine_->cf(Cf::kMeta), ToSlice(storage::StripKey(def.generation_id(), attribute)))
       .PermitUncheckedError();
   const std::string name(attribute);
-  return ReplaceDefinitionLocked(*live, (*live)->row(), (*live)->attributes(), &batch, nullptr,
-                                 [&](rocksdb::WriteBatch*, AttributeStamps* stripping) {
-                                   stripping->erase(name);
-                                   return absl::OkStatus();
-                                 })
+  return ReplaceDefinition(lock, *live, (*live)->row(), (*live)->attributes(), &batch, nullptr,
+                           [&](rocksdb::WriteBatch*, AttributeStamps* stripping) {
+                             stripping->erase(name);
+                             return absl::OkStatus();
+                           })
       .status();
 }
 

@@ -3,12 +3,27 @@
 // start, where interrupted drops are completed (C10). Readers see it only through immutable
 // snapshots (C1). Thread-safe.
 //
-// Lock order: Catalog::mu_ before GenerationState::schema_mu (taken exclusively only to publish
-// a new definition) before Catalog::snapshot_mu_; Gate::mu_ is a leaf.
-// mu_ is the one catalog lock (C12). It is held across catalog batch writes, because C1 and C6
-// need check, write and publish in one critical section; it is never held across network I/O,
-// never taken by record reads, and taken by record writes only to add attributes. It is never
-// held while a drop drains (C9 step 2), so a drop does not stall other tables.
+// Locks (C12: "catalog mutations of a database are serialized by one lock"):
+//  - A DatabaseLock per database name serializes every mutation of that database: check,
+//    batch write and publish are one critical section under it (C1, C6 need that). It is held
+//    across catalog batch writes, never across network I/O or a drain (C9 step 2); record
+//    reads never take it, record writes only to add attributes. Mutations of different
+//    databases run in parallel: a long attribute add in one never stalls another's create.
+//  - mu_ is short and in-memory only: it publishes (orders snapshot versions) and guards the
+//    process-wide bookkeeping below. Never held across a write or while taking another lock
+//    except snapshot_mu_.
+// Lock order: DatabaseLock before GenerationState::schema_mu (taken exclusively only to
+// publish a new definition) before mu_ before snapshot_mu_; locks_mu_ and Gate::mu_ are leaves.
+//
+// Invariants:
+//  (1) The entries of database D in a snapshot (databases[D], and markers and dropping keyed
+//      by D) change only under D's DatabaseLock, and its holder's publish completes before
+//      it unlocks. So a holder of D's lock reads D's current state from Snapshot().
+//  (2) A publish applies one database's edit to the latest snapshot under mu_: concurrent
+//      mutations of different databases never lose each other's changes, and versions
+//      increase by one per publish.
+//  (3) Generation ids are handed out under mu_, strictly increasing, and never reused across
+//      restarts (storage::GenerationHighWaterKey).
 #pragma once
 
 #include <atomic>
@@ -181,27 +196,35 @@ class Catalog {
     int drainers = 0;  // threads in DrainAndFinish for it now (0: stalled, awaiting a retry)
   };
 
-  class ABSL_SCOPED_LOCKABLE WriteLock;  // mu_, plus listener calls after unlocking
+  class DatabaseLock;  // C12; functions that need it take it as their first parameter
+  struct DatabaseMutex {
+    absl::Mutex mu;
+    int users = 0;  // DatabaseLocks holding or waiting for it; erased at 0
+  };
 
   Catalog(storage::Engine* engine, CatalogOptions options);
   absl::Status Load() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Publishes `next` (version bumped) and notifies the listener after releasing mu_.
-  void PublishLocked(std::shared_ptr<CatalogSnapshot> next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::shared_ptr<CatalogSnapshot> CopyLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Invariant (2): applies `edit` (which changes only the locked database's entries) to the
+  // latest snapshot and publishes it with the next version. The listener hears of it when
+  // `lock` is released, before the mutation returns.
+  void Publish(const DatabaseLock& lock, const std::function<void(CatalogSnapshot*)>& edit)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  SnapshotRef PublishLocked(std::shared_ptr<CatalogSnapshot> next)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Copy-on-write: replaces (or removes, if def is null) one table in `snap`.
   static void PutTable(CatalogSnapshot* snap, absl::string_view db, absl::string_view table,
                        TableRef def);
   // Writes the create batch of a new generation and publishes it (C1, C2).
-  absl::StatusOr<TableRef> CreateGenerationLocked(v1::TableRow row,
-                                                  std::vector<AttributeDef> attributes)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Writes new attribute rows for a live generation and publishes the new definition.
+  absl::StatusOr<TableRef> CreateGeneration(const DatabaseLock& lock, v1::TableRow row,
+                                            std::vector<AttributeDef> attributes)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // BAD_REQUEST when a table of `count` attributes would pass the limit (CatalogOptions).
   absl::Status CheckAttributeCount(absl::string_view table, size_t count) const;
-  absl::StatusOr<TableRef> AddAttributesLocked(const TableRef& live,
-                                               const std::vector<AttributeSpec>& specs,
-                                               Origin origin) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes new attribute rows for a live generation and publishes the new definition.
+  absl::StatusOr<TableRef> AddAttributes(const DatabaseLock& lock, const TableRef& live,
+                                         const std::vector<AttributeSpec>& specs, Origin origin)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Commits `batch` and publishes a new definition of `live`'s generation (bumping its schema
   // version under an exclusive schema_mu, GenerationState (1)); `also` edits the snapshot.
   // `fenced`, if given, runs under the exclusive schema_mu before the commit and may add to
@@ -209,51 +232,61 @@ class Catalog {
   // record write validated against an older definition has committed by then, and none can
   // start until the new definition is published.
   using Fenced = std::function<absl::Status(rocksdb::WriteBatch*, AttributeStamps*)>;
-  absl::StatusOr<TableRef> ReplaceDefinitionLocked(
-      const TableRef& live, v1::TableRow row, std::vector<AttributeDef> attributes,
-      rocksdb::WriteBatch* batch, const std::function<void(CatalogSnapshot*)>& also,
-      const Fenced& fenced = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // C9 step 1: tombstone + publish without the table. `marker_time` > 0 also records a
-  // (peer's) marker in the same batch.
-  absl::Status TombstoneLocked(const TableRef& def, bool timed, Hlc dropped_time)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<TableRef> ReplaceDefinition(const DatabaseLock& lock, const TableRef& live,
+                                             v1::TableRow row, std::vector<AttributeDef> attributes,
+                                             rocksdb::WriteBatch* batch,
+                                             const std::function<void(CatalogSnapshot*)>& also,
+                                             const Fenced& fenced = nullptr)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // C9 step 1: tombstone + publish without the table. `timed` also records the drop's time
+  // as the name's marker.
+  absl::Status Tombstone(const DatabaseLock& lock, const TableRef& def, bool timed,
+                         Hlc dropped_time) ABSL_LOCKS_EXCLUDED(mu_);
   // C9 steps 2 and 3 for every pending drop of db.table (or of one generation).
   absl::Status DrainAndFinish(const std::vector<uint64_t>& generations) ABSL_LOCKS_EXCLUDED(mu_);
-  // C9 step 3 / C10: the final batch. Idempotent.
-  absl::Status FinishDropLocked(const v1::TableRow& row, const v1::Tombstone& tombstone)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Records a marker durably and in `snap` if newer than the one held. Returns whether it did.
-  absl::StatusOr<bool> RecordMarkerLocked(absl::string_view db, absl::string_view table,
-                                          Hlc dropped_time, CatalogSnapshot* snap)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // C9 step 3 / C10: the final batch. Idempotent. Under the lock of row.database().
+  absl::Status FinishDrop(const DatabaseLock& lock, const v1::TableRow& row,
+                          const v1::Tombstone& tombstone) ABSL_LOCKS_EXCLUDED(mu_);
+  // Records a marker durably if newer than the one `base` holds. Returns whether it did; the
+  // caller publishes it.
+  absl::StatusOr<bool> RecordMarker(const DatabaseLock& lock, const CatalogSnapshot& base,
+                                    absl::string_view db, absl::string_view table, Hlc dropped_time)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // `stalled_only`: only those no thread is draining now (a drain that timed out).
-  std::vector<uint64_t> PendingDropsOfLocked(absl::string_view db, absl::string_view table,
-                                             bool stalled_only = false) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<uint64_t> PendingDropsOf(const DatabaseLock& lock, absl::string_view db,
+                                       absl::string_view table, bool stalled_only = false) const
+      ABSL_LOCKS_EXCLUDED(mu_);
   // What a drop of database `db` covers: its live tables and every name of it with a drop
   // pending in this process (C9: a drop_database retries those), sorted.
-  std::vector<std::string> DropNamesOfLocked(absl::string_view db) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<std::string> DropNamesOf(const DatabaseLock& lock, const CatalogSnapshot& base,
+                                       absl::string_view db) const ABSL_LOCKS_EXCLUDED(mu_);
   // C14: removes the database row unless a table of it is live or a drop of one of its
   // names is pending.
   absl::Status RemoveDatabaseIfEmpty(absl::string_view db) ABSL_LOCKS_EXCLUDED(mu_);
-  void LogDiscardOnceLocked(const TableRef& def, absl::string_view attribute,
-                            absl::string_view field, absl::string_view local,
-                            absl::string_view peer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // C4: logs a discarded difference once per (generation, attribute, field).
+  void LogDiscardOnce(const TableRef& def, absl::string_view attribute, absl::string_view field,
+                      absl::string_view local, absl::string_view peer) ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether `key` is logged for the first time.
+  bool FirstDiscard(std::string key) ABSL_LOCKS_EXCLUDED(mu_);
 
   storage::Engine* const engine_;
   CatalogOptions options_;
   std::function<void(const SnapshotRef&)> listener_;
 
+  // DatabaseLock's mutexes by database name, while some DatabaseLock uses them.
+  absl::Mutex locks_mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<DatabaseMutex>> db_locks_
+      ABSL_GUARDED_BY(locks_mu_);
+
   mutable absl::Mutex mu_ ABSL_ACQUIRED_BEFORE(snapshot_mu_);
-  // The snapshot being built on; equal to snapshot_ outside mu_.
+  // The latest published snapshot; equal to snapshot_ outside mu_.
   std::shared_ptr<const CatalogSnapshot> current_ ABSL_GUARDED_BY(mu_);
-  uint64_t next_generation_id_ ABSL_GUARDED_BY(mu_) = 1;  // strictly increasing, persisted
-  // Generations tombstoned by this process and not yet finished (C9 steps 2-3).
+  uint64_t next_generation_id_ ABSL_GUARDED_BY(mu_) = 1;  // invariant (3)
+  // Generations tombstoned by this process and not yet finished (C9 steps 2-3). An entry of
+  // database D is added and erased only under D's lock; `drainers` changes under mu_ alone.
   absl::flat_hash_map<uint64_t, PendingDrop> pending_drops_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> logged_discards_ ABSL_GUARDED_BY(mu_);  // C4 log-once
   uint64_t next_drop_id_ ABSL_GUARDED_BY(mu_) = 1;
-  std::vector<SnapshotRef> to_notify_ ABSL_GUARDED_BY(mu_);
 
   // C9 step 2 counters (drop_stats); updated outside mu_.
   std::atomic<uint64_t> drains_{0};
@@ -265,22 +298,29 @@ class Catalog {
   SnapshotRef snapshot_ ABSL_GUARDED_BY(snapshot_mu_);  // what readers get
 };
 
-// Holds Catalog::mu_; after unlocking, tells the listener about every snapshot published
-// meanwhile. Listener calls therefore never run under a catalog lock.
-class ABSL_SCOPED_LOCKABLE Catalog::WriteLock {
+// Holds the lock of one database's catalog mutations (C12). After unlocking, tells the
+// listener about every snapshot published under it, so listener calls never run under a
+// catalog lock and have all run when the mutation returns. Functions that must run under it
+// take it as a parameter.
+class Catalog::DatabaseLock {
  public:
-  explicit WriteLock(Catalog* c) ABSL_EXCLUSIVE_LOCK_FUNCTION(c->mu_) : c_(c) { c_->mu_.Lock(); }
-  ~WriteLock() ABSL_UNLOCK_FUNCTION() {
-    std::vector<SnapshotRef> published = std::move(c_->to_notify_);
-    c_->to_notify_.clear();
-    c_->mu_.Unlock();
-    if (c_->listener_) {
-      for (const SnapshotRef& s : published) c_->listener_(s);
-    }
-  }
+  DatabaseLock(Catalog* catalog, absl::string_view db);
+  ~DatabaseLock();
+  DatabaseLock(const DatabaseLock&) = delete;
+  DatabaseLock& operator=(const DatabaseLock&) = delete;
+
+  const std::string& database() const { return db_; }
+  // Fails the process if `db` is not the locked database: a mutation outside its lock would
+  // break invariant (1).
+  void AssertCovers(absl::string_view db) const;
 
  private:
-  Catalog* const c_;
+  friend class Catalog;
+
+  Catalog* const catalog_;
+  const std::string db_;
+  DatabaseMutex* mutex_;
+  mutable std::vector<SnapshotRef> published_;  // by this thread, under this lock (Publish)
 };
 
 }  // namespace cairn::catalog

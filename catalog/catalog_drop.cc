@@ -62,10 +62,14 @@ absl::StatusOr<bool> HoldsRowGenerations(storage::Engine* engine, uint64_t gener
 // ---------------------------------------------------------------------------------------------
 // Drops (C7, C8, C9, C11, C14).
 
-absl::Status Catalog::TombstoneLocked(const TableRef& def, bool timed, Hlc dropped_time) {
-  mu_.AssertHeld();
+absl::Status Catalog::Tombstone(const DatabaseLock& lock, const TableRef& def, bool timed,
+                                Hlc dropped_time) {
+  lock.AssertCovers(def->database());
   v1::Tombstone tombstone;
-  tombstone.set_drop_id(next_drop_id_++);
+  {
+    absl::MutexLock id_lock(&mu_);
+    tombstone.set_drop_id(next_drop_id_++);
+  }
   tombstone.set_incarnation(options_.incarnation);
   tombstone.set_timed(timed);
   if (timed) tombstone.set_dropped_time(dropped_time);
@@ -76,22 +80,26 @@ absl::Status Catalog::TombstoneLocked(const TableRef& def, bool timed, Hlc dropp
            storage::TableKey(def->database(), def->name(), def->generation_id()), row);
   CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
 
-  pending_drops_[def->generation_id()] = PendingDrop{def, tombstone};
-  auto next = CopyLocked();
-  PutTable(next.get(), def->database(), def->name(), nullptr);
-  next->dropping.insert(MarkerId(def->database(), def->name()));
-  if (timed) {
-    Hlc& m = next->markers[MarkerId(def->database(), def->name())];
-    m = std::max(m, dropped_time);
+  {
+    absl::MutexLock pending_lock(&mu_);
+    pending_drops_[def->generation_id()] = PendingDrop{def, tombstone};
   }
-  PublishLocked(std::move(next));
+  Publish(lock, [&](CatalogSnapshot* next) {
+    PutTable(next, def->database(), def->name(), nullptr);
+    next->dropping.insert(MarkerId(def->database(), def->name()));
+    if (timed) {
+      Hlc& m = next->markers[MarkerId(def->database(), def->name())];
+      m = std::max(m, dropped_time);
+    }
+  });
   return absl::OkStatus();
 }
 
-std::vector<uint64_t> Catalog::PendingDropsOfLocked(absl::string_view db, absl::string_view table,
-                                                    bool stalled_only) const {
-  mu_.AssertHeld();
+std::vector<uint64_t> Catalog::PendingDropsOf(const DatabaseLock& lock, absl::string_view db,
+                                              absl::string_view table, bool stalled_only) const {
+  lock.AssertCovers(db);
   std::vector<uint64_t> out;
+  absl::MutexLock pending_lock(&mu_);
   for (const auto& [generation, pending] : pending_drops_) {
     if (pending.def->database() == db && pending.def->name() == table &&
         (!stalled_only || pending.drainers == 0)) {
@@ -151,24 +159,31 @@ absl::Status Catalog::DrainAndFinish(const std::vector<uint64_t>& generations) {
                                 "); retry the drop to complete it"));
     }
     CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kDropAfterDrain));
-    WriteLock lock(this);
-    auto it = pending_drops_.find(generation);
-    if (it == pending_drops_.end()) continue;
+    const TableRef& def = pending.def;
+    DatabaseLock lock(this, def->database());
+    {
+      // A concurrent drop of the name may have finished it meanwhile (under this lock).
+      absl::MutexLock pending_lock(&mu_);
+      if (!pending_drops_.contains(generation)) continue;
+    }
     // Step 3.
-    const TableRef def = it->second.def;
-    CAIRN_RETURN_IF_ERROR(FinishDropLocked(def->row(), it->second.tombstone));
-    pending_drops_.erase(it);
-    if (PendingDropsOfLocked(def->database(), def->name()).empty()) {
-      auto next = CopyLocked();
-      next->dropping.erase(MarkerId(def->database(), def->name()));
-      PublishLocked(std::move(next));
+    CAIRN_RETURN_IF_ERROR(FinishDrop(lock, def->row(), pending.tombstone));
+    {
+      absl::MutexLock pending_lock(&mu_);
+      pending_drops_.erase(generation);
+    }
+    if (PendingDropsOf(lock, def->database(), def->name()).empty()) {
+      Publish(lock, [&](CatalogSnapshot* next) {
+        next->dropping.erase(MarkerId(def->database(), def->name()));
+      });
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status Catalog::FinishDropLocked(const v1::TableRow& row, const v1::Tombstone& tombstone) {
-  mu_.AssertHeld();
+absl::Status Catalog::FinishDrop(const DatabaseLock& lock, const v1::TableRow& row,
+                                 const v1::Tombstone& tombstone) {
+  lock.AssertCovers(row.database());
   const uint64_t generation = row.generation_id();
   const std::string begin = storage::GenerationPrefix(generation);
   const std::string end = storage::GenerationPrefix(generation + 1);
@@ -262,13 +277,15 @@ absl::StatusOr<DropResult> Catalog::DropTable(absl::string_view db, absl::string
   std::vector<uint64_t> generations;
   DropResult result;
   {
-    WriteLock lock(this);
-    auto live = current_->FindTable(db, table);
-    generations = PendingDropsOfLocked(db, table);
+    DatabaseLock lock(this, db);
+    auto live = Snapshot()->FindTable(db, table);
+    generations = PendingDropsOf(lock, db, table);
     if (!live.ok()) {
       // A retry of a drop whose drain timed out completes it.
       if (generations.empty()) return live.status();
-      const v1::Tombstone& t = pending_drops_[generations.back()].tombstone;
+      absl::MutexLock pending_lock(&mu_);
+      // Present: entries of `db` are erased only under its lock, held here.
+      const v1::Tombstone& t = pending_drops_.at(generations.back()).tombstone;
       result.timed = t.timed();
       result.dropped_time = t.dropped_time();
     } else {
@@ -282,7 +299,7 @@ absl::StatusOr<DropResult> Catalog::DropTable(absl::string_view db, absl::string
             HlcAfter(def->created_time(), absl::StrCat("the drop of ", def->QualifiedName())));
         result.dropped_time = std::max(now, after_create);
       }
-      CAIRN_RETURN_IF_ERROR(TombstoneLocked(def, result.timed, result.dropped_time));
+      CAIRN_RETURN_IF_ERROR(Tombstone(lock, def, result.timed, result.dropped_time));
       generations.push_back(def->generation_id());
     }
   }
@@ -293,9 +310,10 @@ absl::StatusOr<DropResult> Catalog::DropTable(absl::string_view db, absl::string
 absl::StatusOr<DropResult> Catalog::DropDatabase(absl::string_view db, bool timed) {
   std::vector<std::string> tables;
   {
-    WriteLock lock(this);
-    tables = DropNamesOfLocked(db);
-    if (current_->FindDatabase(db) == nullptr && tables.empty()) {
+    DatabaseLock lock(this, db);
+    const SnapshotRef base = Snapshot();
+    tables = DropNamesOf(lock, *base, db);
+    if (base->FindDatabase(db) == nullptr && tables.empty()) {
       return Error(ErrorCode::kDatabaseNotFound,
                    absl::StrCat("database '", db, "' does not exist"));
     }
@@ -326,12 +344,13 @@ absl::StatusOr<DropResult> Catalog::DropDatabase(absl::string_view db, bool time
 }
 
 absl::Status Catalog::RemoveDatabaseIfEmpty(absl::string_view db) {
-  WriteLock lock(this);
-  const DatabaseDef* d = current_->FindDatabase(db);
+  DatabaseLock lock(this, db);
+  const SnapshotRef base = Snapshot();
+  const DatabaseDef* d = base->FindDatabase(db);
   if (d == nullptr) return absl::OkStatus();
   // A drop of one of its names still pending (a concurrent drop that timed out): the
   // database stays until a retry completes it (C9).
-  if (DropNamesOfLocked(db).size() != d->tables.size()) return absl::OkStatus();
+  if (DropNamesOf(lock, *base, db).size() != d->tables.size()) return absl::OkStatus();
   if (!d->tables.empty()) {
     // A table was created in it meanwhile, or a peer's newer or a node-local table survived
     // (C14): it lives, and so does its database.
@@ -342,34 +361,34 @@ absl::Status Catalog::RemoveDatabaseIfEmpty(absl::string_view db) {
   rocksdb::WriteBatch batch;
   batch.Delete(engine_->cf(Cf::kCatalog), ToSlice(storage::DatabaseKey(db))).PermitUncheckedError();
   CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
-  auto next = CopyLocked();
-  next->databases.erase(std::string(db));
-  PublishLocked(std::move(next));
+  Publish(lock, [&](CatalogSnapshot* next) { next->databases.erase(std::string(db)); });
   return absl::OkStatus();
 }
 
-std::vector<std::string> Catalog::DropNamesOfLocked(absl::string_view db) const {
-  mu_.AssertHeld();
+std::vector<std::string> Catalog::DropNamesOf(const DatabaseLock& lock, const CatalogSnapshot& base,
+                                              absl::string_view db) const {
+  lock.AssertCovers(db);
   std::set<std::string> names;
-  if (const DatabaseDef* d = current_->FindDatabase(db)) {
+  if (const DatabaseDef* d = base.FindDatabase(db)) {
     for (const auto& [name, def] : d->tables) names.insert(name);
   }
+  absl::MutexLock pending_lock(&mu_);
   for (const auto& [generation, pending] : pending_drops_) {
     if (pending.def->database() == db) names.insert(pending.def->name());
   }
   return {names.begin(), names.end()};
 }
 
-absl::StatusOr<bool> Catalog::RecordMarkerLocked(absl::string_view db, absl::string_view table,
-                                                 Hlc dropped_time, CatalogSnapshot* snap) {
-  mu_.AssertHeld();
-  if (dropped_time <= current_->MarkerFor(db, table)) return false;
+absl::StatusOr<bool> Catalog::RecordMarker(const DatabaseLock& lock, const CatalogSnapshot& base,
+                                           absl::string_view db, absl::string_view table,
+                                           Hlc dropped_time) {
+  lock.AssertCovers(db);
+  if (dropped_time <= base.MarkerFor(db, table)) return false;
   v1::DropMarker marker;
   marker.set_dropped_time(dropped_time);
   rocksdb::WriteBatch batch;
   PutProto(engine_, &batch, Cf::kCatalog, storage::MarkerKey(db, table), marker);
   CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
-  snap->markers[MarkerId(db, table)] = dropped_time;
   return true;
 }
 
@@ -386,17 +405,18 @@ absl::StatusOr<PeerDropResult> Catalog::ApplyPeerDrop(absl::string_view db, absl
   {
     // The decision and the tombstone are one critical section (C8 "re-checked under the
     // catalog lock"): a recreate cannot slip in between.
-    WriteLock lock(this);
+    DatabaseLock lock(this, db);
+    const SnapshotRef base = Snapshot();
     // Only stalled ones: a drain in progress in another thread (the same drop arriving as a
     // snapshot marker and as a forwarded drop) finishes or times out on its own; waiting for
     // it here would only delay this answer.
-    pending = PendingDropsOfLocked(db, table, /*stalled_only=*/true);
-    auto live = current_->FindTable(db, table);
+    pending = PendingDropsOf(lock, db, table, /*stalled_only=*/true);
+    auto live = base->FindTable(db, table);
     if (!live.ok() || !(*live)->replicate() ||
         !IsDeadGeneration((*live)->created_time(), dropped_time)) {
       // Absent, node-local (C11) or newer: kept. The marker is recorded either way so it
       // reaches nodes that still hold older copies.
-      if (live.ok() && (*live)->replicate() && dropped_time > current_->MarkerFor(db, table)) {
+      if (live.ok() && (*live)->replicate() && dropped_time > base->MarkerFor(db, table)) {
         // A kept replicating generation: the marker is published with a new definition, so
         // a peer apply that checked row generations against the old marker re-checks them
         // (GenerationState (1)); the caller's purge then sees every row it must remove.
@@ -423,23 +443,25 @@ absl::StatusOr<PeerDropResult> Catalog::ApplyPeerDrop(absl::string_view db, absl
           return absl::OkStatus();
         };
         const std::pair<std::string, std::string> id = MarkerId(db, table);
-        CAIRN_RETURN_IF_ERROR(ReplaceDefinitionLocked(
-                                  *live, (*live)->row(), (*live)->attributes(), &batch,
+        CAIRN_RETURN_IF_ERROR(ReplaceDefinition(
+                                  lock, *live, (*live)->row(), (*live)->attributes(), &batch,
                                   [&](CatalogSnapshot* next) { next->markers[id] = dropped_time; },
                                   decide_purge)
                                   .status());
       } else {
-        auto next = CopyLocked();
-        CAIRN_ASSIGN_OR_RETURN(bool recorded,
-                               RecordMarkerLocked(db, table, dropped_time, next.get()));
-        if (recorded) PublishLocked(std::move(next));
+        CAIRN_ASSIGN_OR_RETURN(bool recorded, RecordMarker(lock, *base, db, table, dropped_time));
+        if (recorded) {
+          Publish(lock, [&](CatalogSnapshot* next) {
+            next->markers[MarkerId(db, table)] = dropped_time;
+          });
+        }
       }
       // Absent with a drop pending: the name is dropped once that drop completes below.
       result = live.ok()         ? PeerDropResult::kKept
                : pending.empty() ? PeerDropResult::kAbsent
                                  : PeerDropResult::kDropped;
     } else {
-      CAIRN_RETURN_IF_ERROR(TombstoneLocked(*live, /*timed=*/true, dropped_time));
+      CAIRN_RETURN_IF_ERROR(Tombstone(lock, *live, /*timed=*/true, dropped_time));
       generation = (*live)->generation_id();
       pending.push_back(generation);
     }
@@ -472,8 +494,8 @@ absl::StatusOr<std::vector<std::pair<std::string, PeerDropResult>>> Catalog::App
   CAIRN_RETURN_IF_ERROR(ValidateDatabaseName(db));
   std::vector<std::string> tables;
   {
-    WriteLock lock(this);
-    tables = DropNamesOfLocked(db);  // live tables and names with a drop pending (C9)
+    DatabaseLock lock(this, db);
+    tables = DropNamesOf(lock, *Snapshot(), db);  // live tables and names with a drop pending (C9)
   }
   // Every table, even after one fails to drain (as DropDatabase).
   std::vector<std::pair<std::string, PeerDropResult>> results;

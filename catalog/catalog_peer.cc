@@ -16,12 +16,15 @@ using internal::Qualified;
 // ---------------------------------------------------------------------------------------------
 // Peer definitions (C4, C5, C6, C11).
 
-void Catalog::LogDiscardOnceLocked(const TableRef& def, absl::string_view attribute,
-                                   absl::string_view field, absl::string_view local,
-                                   absl::string_view peer) {
-  mu_.AssertHeld();
-  std::string key = absl::StrCat(def->generation_id(), "/", attribute, "/", field);
-  if (!logged_discards_.insert(std::move(key)).second) return;
+bool Catalog::FirstDiscard(std::string key) {
+  absl::MutexLock lock(&mu_);
+  return logged_discards_.insert(std::move(key)).second;
+}
+
+void Catalog::LogDiscardOnce(const TableRef& def, absl::string_view attribute,
+                             absl::string_view field, absl::string_view local,
+                             absl::string_view peer) {
+  if (!FirstDiscard(absl::StrCat(def->generation_id(), "/", attribute, "/", field))) return;
   spdlog::warn(
       "[{}] ignoring a peer's redefinition of {}.{} ({}: local {}, peer {}); the local "
       "schema is authoritative (C4)",
@@ -42,13 +45,13 @@ absl::Status Catalog::ApplyPeerTable(const PeerTableDef& peer) {
     CAIRN_RETURN_IF_ERROR(ValidateAttributeName(a.name));
   options_.hlc->Observe(peer.created_time);
 
-  WriteLock lock(this);
+  DatabaseLock lock(this, peer.database);
+  const SnapshotRef base = Snapshot();  // invariant (1)
   // C6, under the same lock as the create it guards.
-  const Hlc marker = current_->MarkerFor(peer.database, peer.table);
+  const Hlc marker = base->MarkerFor(peer.database, peer.table);
   if (IsDeadGeneration(peer.created_time, marker)) {
-    if (logged_discards_
-            .insert(absl::StrCat("dead/", peer.database, "/", peer.table, "/", peer.created_time))
-            .second) {
+    if (FirstDiscard(
+            absl::StrCat("dead/", peer.database, "/", peer.table, "/", peer.created_time))) {
       spdlog::warn("[{}] refusing a peer definition of {} created at {}: dropped at {} (C6)",
                    options_.node_name, Qualified(peer.database, peer.table), peer.created_time,
                    marker);
@@ -58,7 +61,7 @@ absl::Status Catalog::ApplyPeerTable(const PeerTableDef& peer) {
         absl::StrCat("table '", Qualified(peer.database, peer.table), "' generation created at ",
                      peer.created_time, " was dropped at ", marker));
   }
-  auto live = current_->FindTable(peer.database, peer.table);
+  auto live = base->FindTable(peer.database, peer.table);
   if (!live.ok()) {
     // C5: a new generation with the peer's stamp (0 if it sent none).
     CAIRN_ASSIGN_OR_RETURN(std::vector<AttributeDef> attributes,
@@ -71,21 +74,21 @@ absl::Status Catalog::ApplyPeerTable(const PeerTableDef& peer) {
     row.set_schema_defined(peer.schema_defined);
     row.set_replicate(true);
     row.set_origin(v1::CLUSTER);
-    return CreateGenerationLocked(std::move(row), std::move(attributes)).status();
+    return CreateGeneration(lock, std::move(row), std::move(attributes)).status();
   }
   const TableRef& def = *live;
   if (!def->replicate()) {
     // C11: a node-local table owns its name here; the peer's table is a different one.
-    LogDiscardOnceLocked(def, "*", "replicate", "false (node-local)", "true");
+    LogDiscardOnce(def, "*", "replicate", "false (node-local)", "true");
     return absl::OkStatus();
   }
   // C4: additive only. Differences are logged once and discarded.
   if (def->primary_key() != peer.primary_key) {
-    LogDiscardOnceLocked(def, "*", "primary_key", def->primary_key(), peer.primary_key);
+    LogDiscardOnce(def, "*", "primary_key", def->primary_key(), peer.primary_key);
   }
   if (def->schema_defined() != peer.schema_defined) {
-    LogDiscardOnceLocked(def, "*", "schema_defined", def->schema_defined() ? "true" : "false",
-                         peer.schema_defined ? "true" : "false");
+    LogDiscardOnce(def, "*", "schema_defined", def->schema_defined() ? "true" : "false",
+                   peer.schema_defined ? "true" : "false");
   }
   std::vector<AttributeSpec> added;
   for (const AttributeSpec& a : peer.attributes) {
@@ -96,16 +99,16 @@ absl::Status Catalog::ApplyPeerTable(const PeerTableDef& peer) {
     }
     if (local->is_primary_key) continue;
     if (local->type != a.type) {
-      LogDiscardOnceLocked(def, a.name, "type", AttributeTypeName(local->type),
-                           AttributeTypeName(a.type));
+      LogDiscardOnce(def, a.name, "type", AttributeTypeName(local->type),
+                     AttributeTypeName(a.type));
     }
     if (local->indexed != a.indexed) {
-      LogDiscardOnceLocked(def, a.name, "indexed", local->indexed ? "true" : "false",
-                           a.indexed ? "true" : "false");
+      LogDiscardOnce(def, a.name, "indexed", local->indexed ? "true" : "false",
+                     a.indexed ? "true" : "false");
     }
   }
   if (added.empty()) return absl::OkStatus();
-  return AddAttributesLocked(def, added, v1::CLUSTER).status();
+  return AddAttributes(lock, def, added, v1::CLUSTER).status();
 }
 
 }  // namespace cairn::catalog

@@ -3,8 +3,8 @@
 // validate -> key latches -> one WriteBatch (record + index entries + log entry + count).
 // Reads iterate; nothing loads a whole table into memory. Thread-safe.
 //
-// Lock order: Catalog::mu_ (only to add attributes, never held below) before KeyLatches
-// before GenerationState::schema_mu (shared) before ChangeLog locks.
+// Lock order: a Catalog::DatabaseLock (only to add attributes, never held below) before
+// KeyLatches before GenerationState::schema_mu (shared) before ChangeLog locks.
 #pragma once
 
 #include <cstdint>

@@ -100,6 +100,12 @@ std::string LogKey(absl::string_view db, uint64_t seq) {
   return k;
 }
 
+std::string GenerationHighWaterKey(uint64_t generation) {
+  std::string k(kGenerationHighWaterPrefix);
+  PutBigEndian64(generation, &k);
+  return k;
+}
+
 std::string CountKey(uint64_t generation) {
   std::string k(kCountPrefix);
   PutBigEndian64(generation, &k);

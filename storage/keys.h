@@ -65,7 +65,13 @@ std::string LogKey(absl::string_view db, uint64_t seq);
 std::string LogPrefix(absl::string_view db);  // "<db>\0"
 
 // --- meta family
+// Before generation high-water keys: the next generation id (still read on open).
 inline constexpr absl::string_view kNextGenerationKey = "meta/next_generation_id";
+// "genhw/<generation BE64>": a generation id handed out. Each create batch writes its own and
+// deletes every lower one, so whatever order concurrent creates commit in, the highest id
+// ever handed out stays; opening resumes above it (ids are never reused).
+std::string GenerationHighWaterKey(uint64_t generation);
+inline constexpr absl::string_view kGenerationHighWaterPrefix = "genhw/";
 inline constexpr absl::string_view kIncarnationKey = "meta/incarnation";
 std::string CountKey(uint64_t generation);
 inline constexpr absl::string_view kCountPrefix = "count/";
