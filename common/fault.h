@@ -3,13 +3,17 @@
 // Production code calls CAIRN_FAULT(registry, kSomePoint) at the moments listed in
 // common/fault_points.h. With nothing armed a hit costs one relaxed atomic load. Tests and
 // the test-hook operations arm points with an action: delay, block until released, return an
-// error, or crash the process with kInjectedCrashExitCode. Thread-safe.
+// error, or crash the process with kInjectedCrashExitCode. In buggify mode (EnableBuggify)
+// every listed point may also fire on its own, as a seed decides, so that rare interleavings
+// become common; probes (Probes) say which points fired. Thread-safe.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -52,6 +56,32 @@ struct FaultAction {
 // (0..1] or `#n` the n-th hit. Example: "catalog.drop.after_tombstone=crash@0.5".
 absl::Status ParseFaultSpec(absl::string_view spec, std::string* name, FaultAction* action);
 
+// Buggify (FoundationDB's name for it). The seed decides which points are active in this
+// run (each with probability `active_probability`) and, per active point, how often it fires
+// (one of 1 %, 10 %, 50 % of its hits). A firing is a delay drawn from a heavy-tailed
+// distribution (most under a millisecond, 1 in 200 between 0.5 and `max_delay`), or, where
+// the point handles errors (fault_points::PointInfo), an injected error one time in four,
+// or, with `crashes`, a crash one firing in `crash_one_in`. A point armed with Set() acts
+// as armed instead.
+struct BuggifyOptions {
+  uint64_t seed = 0;
+  double active_probability = 0.5;
+  absl::Duration max_delay = absl::Seconds(2);
+  bool crashes = false;
+  int64_t crash_one_in = 500;
+};
+
+// What one point did in this process: hits while buggify was on or the point was armed, and
+// firings (of an armed action or of buggify).
+struct FaultProbe {
+  std::string point;
+  bool active = false;  // buggify chose it for this run
+  int64_t hits = 0;
+  int64_t fired = 0;
+  int64_t errors = 0;  // of the firings: injected errors
+  int64_t delays = 0;
+};
+
 class FaultRegistry {
  public:
   explicit FaultRegistry(uint64_t seed = 0x5eed) : rng_(seed) {}
@@ -78,6 +108,12 @@ class FaultRegistry {
   // fired).
   int64_t HitCount(absl::string_view point) const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Turns buggify on for every point in fault_points::kAll (see BuggifyOptions).
+  void EnableBuggify(const BuggifyOptions& options) ABSL_LOCKS_EXCLUDED(mu_);
+  bool buggify() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Every listed point (fired or not) and any other point hit, sorted by name.
+  std::vector<FaultProbe> Probes() const ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   struct Point {
     FaultAction action;
@@ -87,10 +123,22 @@ class FaultRegistry {
     uint64_t release_epoch = 0;  // bumped by Clear(); parked threads wait for a change
   };
 
+  // Buggify's state of one listed point.
+  struct Buggified {
+    bool errors = false;  // PointInfo::errors
+    double fire = 0;      // probability per hit; 0: inactive
+    std::mt19937_64 rng;  // seeded from the run's seed and the point's name
+  };
+
   absl::Status HitSlow(absl::string_view point) ABSL_LOCKS_EXCLUDED(mu_);
+  // Buggify's decision for one hit of `point`: nullopt to do nothing.
+  std::optional<FaultAction> Buggify(Buggified& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Point> points_ ABSL_GUARDED_BY(mu_);
+  std::optional<BuggifyOptions> buggify_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Buggified> buggified_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, FaultProbe> probes_ ABSL_GUARDED_BY(mu_);
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
   std::atomic<int> armed_{0};  // number of armed points; the fast-path check
 };

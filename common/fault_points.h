@@ -30,5 +30,44 @@ inline constexpr char kStripAfterCatalog[] = "records.strip.after_catalog";  // 
 inline constexpr char kReplApplyBeforeCommit[] = "replication.apply.before_commit";
 inline constexpr char kReplApplyAfterCommit[] = "replication.apply.after_commit";  // not acked
 inline constexpr char kReplSendBatch[] = "replication.send.batch";  // before a batch is sent
+// replication/link_session.cc: a sender round has taken its catalog snapshot and not yet read
+// the change log against it (R5 after R3: a schema change may land in between)
+inline constexpr char kReplSendAfterSnapshot[] = "replication.send.after_snapshot";
+// replication/record_stream.cc: a full copy (R7) is about to read the rows of its next table
+inline constexpr char kReplCopyTable[] = "replication.copy.table";
+// replication/schema_sync.cc: a peer's marker (C8) is about to be applied (R4 step 1)
+inline constexpr char kReplSchemaBeforeMarker[] = "replication.schema.before_marker";
+
+// What buggify (FaultRegistry::EnableBuggify) may do at a point besides delaying: `errors`
+// when the code treats an injected error as a real failure of that step (nothing half-done,
+// the caller answers or retries) rather than ignoring it. Every point is crash-safe (SPEC §6:
+// SIGKILL at any moment loses no acknowledged write). Keep this list complete: a point
+// missing here is never buggified and never reported as a blind spot.
+struct PointInfo {
+  const char* name;
+  bool errors;
+};
+inline constexpr PointInfo kAll[] = {
+    {kCreateBeforeCommit, true},
+    {kCreateAfterCommit, false},  // the create is durable; an error is ignored
+    {kSchemaBeforeFence, true},
+    {kDropAfterTombstone, true},  // the drop stays pending; a retry completes it (C9)
+    {kDropAfterDrain, true},
+    {kDropBeforeFinalCommit, true},
+    {kDropAfterFinalCommit, false},
+    {kWriteBeforeAttributes, true},
+    {kWriteBeforeCommit, true},
+    {kWriteAfterCommit, false},
+    {kScanRow, true},
+    {kApplyBeforeLock, true},
+    {kApplyLocked, true},
+    {kStripAfterCatalog, false},  // the strip would wait for a restart: delays only
+    {kReplApplyBeforeCommit, true},
+    {kReplApplyAfterCommit, false},
+    {kReplSendBatch, true},
+    {kReplSendAfterSnapshot, true},
+    {kReplCopyTable, true},
+    {kReplSchemaBeforeMarker, false},
+};
 
 }  // namespace cairn::fault_points

@@ -254,6 +254,14 @@ int Run(const NodeConfig& config) {
     if (absl::Status s = faults.SetFromSpec(spec); !s.ok()) return fail("--fault", s);
     spdlog::warn("fault armed at start: {}", spec);
   }
+  if (config.buggify_seed != 0) {
+    BuggifyOptions buggify;
+    buggify.seed = config.buggify_seed;
+    buggify.crashes = config.buggify_crashes;
+    faults.EnableBuggify(buggify);
+    spdlog::warn("buggify on: seed {}{}; fault points fire on their own", buggify.seed,
+                 buggify.crashes ? ", crashes included" : "");
+  }
 
   catalog::LocalNodeOptions node_options;
   node_options.name = config.name;

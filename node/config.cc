@@ -159,6 +159,12 @@ absl::Status ValidateConfig(const NodeConfig& c) {
   if (!c.faults.empty() && !c.enable_test_hooks) {
     return Error(ErrorCode::kBadRequest, "--fault needs --enable-test-hooks");
   }
+  if ((c.buggify_seed != 0 || c.buggify_crashes) && !c.enable_test_hooks) {
+    return Error(ErrorCode::kBadRequest, "--buggify-seed needs --enable-test-hooks");
+  }
+  if (c.buggify_crashes && c.buggify_seed == 0) {
+    return Error(ErrorCode::kBadRequest, "--buggify-crashes needs --buggify-seed");
+  }
   for (const std::string& spec : c.faults) {
     std::string name;
     FaultAction action;
@@ -298,6 +304,11 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   app.add_flag("--enable-test-hooks", c.enable_test_hooks, "allow fault injection operations");
   app.add_option("--fault", c.faults, "NAME=ACTION[@P|@#N] fault point (test hooks only)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--buggify-seed", c.buggify_seed,
+                 "every fault point may delay, fail or crash on its own, as this seed decides "
+                 "(0: off; test hooks only)");
+  app.add_flag("--buggify-crashes", c.buggify_crashes,
+               "let --buggify-seed crash the node too (exit 85)");
   app.add_flag("--sync-writes", c.sync_writes, "fsync every write before acknowledging it");
   app.add_option("--max-body-bytes", c.max_body_bytes, "largest request body accepted")
       ->capture_default_str();

@@ -52,6 +52,10 @@ struct NodeConfig {
   absl::Duration drop_drain_timeout = absl::Seconds(10);
   bool enable_test_hooks = false;
   std::vector<std::string> faults;  // --fault NAME=ACTION, only with enable_test_hooks
+  // --buggify-seed: every fault point may fire on its own, as this seed decides (0: off;
+  // test hooks only; common/fault.h BuggifyOptions). --buggify-crashes lets it crash too.
+  uint64_t buggify_seed = 0;
+  bool buggify_crashes = false;
   bool sync_writes = false;
 
   // How long a delete's tombstone is kept (SPEC D5), from when this node wrote it.

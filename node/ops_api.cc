@@ -213,6 +213,7 @@ const std::vector<OpsApi::Operation>& OpsApi::Operations() {
       {"set_fault", &OpsApi::SetFault, true},
       {"clear_fault", &OpsApi::ClearFault, true},
       {"fault_hits", &OpsApi::FaultHits, true},
+      {"fault_probes", &OpsApi::FaultProbes, true},
       {"cut_link", &OpsApi::CutLink, true},
       {"restore_link", &OpsApi::RestoreLink, true},
   };
@@ -726,6 +727,22 @@ absl::StatusOr<Reply> OpsApi::FaultHits(const Fields& f) const {
   CAIRN_ASSIGN_OR_RETURN(std::string name, f.String("name"));
   if (options_.faults == nullptr) return Error(ErrorCode::kInternal, "no fault registry");
   return JsonReply(json{{"name", name}, {"hits", options_.faults->HitCount(name)}});
+}
+
+// What every fault point did in this process (buggify's "code probes"): a point that never
+// fired across a run is a window the run did not open.
+absl::StatusOr<Reply> OpsApi::FaultProbes(const Fields&) const {
+  if (options_.faults == nullptr) return Error(ErrorCode::kInternal, "no fault registry");
+  json probes = json::array();
+  for (const FaultProbe& p : options_.faults->Probes()) {
+    probes.push_back({{"name", p.point},
+                      {"active", p.active},
+                      {"hits", p.hits},
+                      {"fired", p.fired},
+                      {"errors", p.errors},
+                      {"delays", p.delays}});
+  }
+  return JsonReply(json{{"buggify", options_.faults->buggify()}, {"probes", std::move(probes)}});
 }
 
 // SPEC §6: a link can be cut and restored per peer. The peer need not be known: a cut made

@@ -91,6 +91,7 @@ class OpsApi {
   absl::StatusOr<Reply> ClearFault(const Fields& f) const;
   // How often an armed fault point was hit: lets a test see a request reach the point.
   absl::StatusOr<Reply> FaultHits(const Fields& f) const;
+  absl::StatusOr<Reply> FaultProbes(const Fields& f) const;
   absl::StatusOr<Reply> CutLink(const Fields& f) const;
   absl::StatusOr<Reply> RestoreLink(const Fields& f) const;
 

@@ -181,6 +181,9 @@ absl::StatusOr<bool> LogSender::NextCopy(const catalog::CatalogSnapshot& snap,
       copy.set_table((*t)->name());  // the next table, from its first row
       copy.clear_after_key();
     }
+    // A drop, recreate or write of this table may land while the copy reads it (R7).
+    CAIRN_RETURN_IF_ERROR(
+        CAIRN_FAULT(node_->catalog->options().faults, fault_points::kReplCopyTable));
     std::string after = copy.after_key();
     const size_t before = static_cast<size_t>(out->entries_size());
     CAIRN_ASSIGN_OR_RETURN(bool exhausted, CopyRows(**t, &after, out, &bytes));

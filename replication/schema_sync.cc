@@ -4,6 +4,8 @@
 
 #include "absl/container/btree_set.h"
 #include "absl/strings/str_cat.h"
+#include "common/fault.h"
+#include "common/fault_points.h"
 #include "common/status.h"
 
 namespace cairn::replication {
@@ -133,6 +135,9 @@ absl::Status ApplyDbSchema(catalog::Catalog* catalog, catalog::RecordStore* reco
     // Every snapshot repeats every marker: one this node holds already changes nothing (and
     // its purge ran when it was first applied), so skip the purge scan.
     if (catalog->Snapshot()->MarkerFor(db, m.table()) >= m.dropped_time()) continue;
+    // why ignored: delays and crashes only (fault_points::kAll); a failed marker is retried
+    // with the next snapshot anyway.
+    CAIRN_FAULT(catalog->options().faults, fault_points::kReplSchemaBeforeMarker).IgnoreError();
     auto r = records->ApplyPeerDrop(db, m.table(), m.dropped_time());
     if (!r.ok()) {
       if (!Skippable(r.status())) {

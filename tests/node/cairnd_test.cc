@@ -958,6 +958,45 @@ int64_t FaultHits(const CairndProcess& node, const std::string& point) {
   return a.status == 200 ? a.json.value("hits", int64_t{0}) : -1;
 }
 
+// Issue 19: a buggified node's points fire on their own; fault_probes says which did, and
+// clear_fault without a name ends buggify.
+TEST_F(CairndTest, BuggifyFiresPointsOnTheirOwnAndReportsThem) {
+  node_->Stop(SIGTERM);
+  StartNode({"--enable-test-hooks", "--buggify-seed", "12345"});
+  CreateOrders();
+  int injected = 0;
+  for (int i = 0; i < 300; ++i) {
+    HttpAnswer a = node_->Post({{"operation", "upsert"},
+                                {"database", "shop"},
+                                {"table", "orders"},
+                                {"records", {{{"id", i % 20}}}}});
+    if (a.status != 200) {
+      // The only failure buggify may cause: an injected one, named.
+      ASSERT_EQ(a.status, 500) << a.body;
+      ASSERT_NE(a.body.find("injected fault"), std::string::npos) << a.body;
+      ++injected;
+    }
+  }
+  json probes = Ok({{"operation", "fault_probes"}});
+  EXPECT_TRUE(probes["buggify"].get<bool>());
+  int64_t fired = 0, write_hits = 0;
+  for (const json& p : probes["probes"]) {
+    fired += p["fired"].get<int64_t>();
+    if (p["name"] == "records.write.before_commit") write_hits = p["hits"].get<int64_t>();
+  }
+  EXPECT_GT(fired, 0) << probes.dump();
+  EXPECT_GE(write_hits, 300) << probes.dump();
+  std::cerr << injected << " of 300 upserts failed by injection\n";
+  Ok({{"operation", "clear_fault"}});
+  EXPECT_FALSE(Ok({{"operation", "fault_probes"}})["buggify"].get<bool>());
+  for (int i = 0; i < 50; ++i) {
+    Ok({{"operation", "upsert"},
+        {"database", "shop"},
+        {"table", "orders"},
+        {"records", {{{"id", i}}}}});
+  }
+}
+
 TEST_F(CairndTest, SigtermDrainsAnInFlightWrite) {
   node_->Stop(SIGTERM);
   StartNode({"--enable-test-hooks"});
