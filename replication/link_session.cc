@@ -129,6 +129,8 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
   // buffer hint only when another follows (a hinted write waits for the next one).
   [[maybe_unused]] FaultRegistry* faults =
       cluster_->node()->catalog->options().faults;  // hooks off: unused
+  // A schema change landing between the snapshot and the log read (R15 handles it).
+  if (!CAIRN_FAULT(faults, fault_points::kReplSendAfterSnapshot).ok()) return false;
   std::optional<peer::v1::LinkMessage> ready;
   bool full = true;
   for (uint64_t n = 0; n < window; ++n) {
@@ -197,6 +199,18 @@ void LinkSession::WriterLoop() {
   uint64_t schema_version = 0;
   while (WriteRound(&sender, &schema_version)) {
   }
+  // A failed round (a log read, a send) ends the link, not just this writer: a stream left
+  // open with no writer looks connected and idle to the peer, which then waits for ever with
+  // lag 0 (found by the buggified schedule). The dialer reconnects and the peer subscribes
+  // again from its stored cursors. After a failed stream write, or at shutdown, this is a
+  // no-op.
+  {
+    absl::MutexLock lock(&mu_);
+    if (done_) return;
+  }
+  spdlog::info("[{}] ending the link with {}: a send round failed", cluster_->options().node_name,
+               peer_);
+  stream_->Cancel();
 }
 
 bool LinkSession::ApplyWithRetry(ReceiverState* receiver, const peer::v1::ChangeBatch& batch) {

@@ -397,6 +397,20 @@ TEST_F(RecordReplicationTest, R15_RowsOfATableCreatedDuringASendRoundAreSent) {
   ExpectConverged({a.get(), b.get()}, "shop", "t1", 2);
 }
 
+// R5: a sender round that fails (a log read or a send; here an injected error before a batch
+// goes out) ends the link, so it is dialed again and resumes from the peer's cursor. Found by
+// the buggified random schedule (seed 1796127316251673017): the writer stopped, the stream
+// stayed open, and the peer, "connected" with lag 0, never got another row.
+TEST_F(RecordReplicationTest, R5_AFailedSenderRoundEndsTheLinkAndTheRowsStillArrive) {
+  auto a = NewNode("a"), b = NewNode("b");
+  ASSERT_NO_FATAL_FAILURE(LinkWithOrders(a.get(), b.get(), 1, 2));
+  a->faults().Set(fault_points::kReplSendBatch,
+                  FaultAction::ReturnError(absl::InternalError("injected")).Once());
+  Upsert(a.get(), "shop", "orders", Rows("k", 2, 3, "after"));
+  ASSERT_EVENTUALLY([&] { ASSERT_EQ(a->faults().HitCount(fault_points::kReplSendBatch), 1); });
+  ExpectConverged({a.get(), b.get()}, "shop", "orders", 2);
+}
+
 // R15: the numbers of a failed commit are passed by the peer's cursor (a gap); after the
 // sender restarts they are not handed out again, so nothing written after is skipped.
 TEST_F(RecordReplicationTest, R15_NumbersOfAFailedCommitAreNotReusedAfterARestart) {
