@@ -210,11 +210,12 @@ std::vector<FaultProbe> FaultRegistry::Probes() const {
       auto it = probes_.find(info.name);
       out.push_back(it != probes_.end() ? it->second : FaultProbe{info.name});
     }
-    for (const auto& [name, probe] : probes_) {
+    for (const auto& entry : probes_) {
+      const std::string& name = entry.first;
       const bool listed =
           std::any_of(std::begin(fault_points::kAll), std::end(fault_points::kAll),
                       [&](const fault_points::PointInfo& i) { return name == i.name; });
-      if (!listed) out.push_back(probe);
+      if (!listed) out.push_back(entry.second);
     }
   }
   std::sort(out.begin(), out.end(),

@@ -254,14 +254,6 @@ int Run(const NodeConfig& config) {
     if (absl::Status s = faults.SetFromSpec(spec); !s.ok()) return fail("--fault", s);
     spdlog::warn("fault armed at start: {}", spec);
   }
-  if (config.buggify_seed != 0) {
-    BuggifyOptions buggify;
-    buggify.seed = config.buggify_seed;
-    buggify.crashes = config.buggify_crashes;
-    faults.EnableBuggify(buggify);
-    spdlog::warn("buggify on: seed {}{}; fault points fire on their own", buggify.seed,
-                 buggify.crashes ? ", crashes included" : "");
-  }
 
   catalog::LocalNodeOptions node_options;
   node_options.name = config.name;
@@ -297,6 +289,16 @@ int Run(const NodeConfig& config) {
     if (absl::Status s = MarkRestored(config.data_dir); !s.ok()) return fail("restoring", s);
   }
   spdlog::info("opened {} in {}", config.data_dir, absl::FormatDuration(absl::Now() - open_start));
+  // After the open: a startup that fails its recovery on an injected error would only
+  // refuse to start again and again (the same seed fires the same way), which tests nothing.
+  if (config.buggify_seed != 0) {
+    BuggifyOptions buggify;
+    buggify.seed = config.buggify_seed;
+    buggify.crashes = config.buggify_crashes;
+    faults.EnableBuggify(buggify);
+    spdlog::warn("buggify on: seed {}{}; fault points fire on their own", buggify.seed,
+                 buggify.crashes ? ", crashes included" : "");
+  }
 
   Metrics metrics;
   AddNodeMetrics(&metrics, node->get());

@@ -3,11 +3,19 @@
 //
 // The schedule is a function of the seed alone: the same seed replays the same steps
 // (CAIRN_TEST_SEED=<seed>). CI runs a few fixed seeds with CAIRN_SCHEDULE_STEPS steps (default
-// 60); `scripts/test.sh --long` runs longer schedules with fresh seeds.
+// 200); `scripts/test.sh --long` runs longer schedules with fresh seeds.
+//
+// Every node runs buggified (--buggify-seed, derived from the schedule's seed; CAIRN_BUGGIFY=0
+// turns it off): its fault points delay and fail on their own, so race windows that are
+// microseconds wide on loopback open. Before the check, buggify is turned off on every node
+// (the cluster heals quietly), and the probes, what each point did, are printed: a point that
+// fired nowhere is a window this seed did not open.
 #include <cstdlib>
+#include <map>
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "cluster-tests/harness/ops.h"
 #include "cluster-tests/harness/scenario.h"
 
@@ -23,14 +31,54 @@ int EnvInt(const char* name, int fallback) {
 
 class RandomScheduleTest : public ScenarioTest, public ::testing::WithParamInterface<uint64_t> {};
 
+// Sums every running node's probes (fault_probes) and prints them; returns the points that
+// fired nowhere.
+std::vector<std::string> ReportProbes(Cluster& c) {
+  struct Sum {
+    int active = 0;
+    int64_t hits = 0, fired = 0, errors = 0;
+  };
+  std::map<std::string, Sum> sums;
+  for (const std::string& n : c.running()) {
+    auto probes = c.Ok(n, {{"operation", "fault_probes"}});
+    if (!probes.ok()) continue;
+    for (const json& p : (*probes)["probes"]) {
+      Sum& s = sums[p["name"].get<std::string>()];
+      s.active += p["active"].get<bool>() ? 1 : 0;
+      s.hits += p["hits"].get<int64_t>();
+      s.fired += p["fired"].get<int64_t>();
+      s.errors += p["errors"].get<int64_t>();
+    }
+  }
+  std::vector<std::string> blind;
+  std::cerr << "probes (point: nodes active, hits, fired, errors):\n";
+  for (const auto& [name, s] : sums) {
+    std::cerr << "  " << name << ": " << s.active << ", " << s.hits << ", " << s.fired << ", "
+              << s.errors << "\n";
+    if (s.fired == 0) blind.push_back(name);
+  }
+  std::cerr << "never fired: " << (blind.empty() ? "none" : absl::StrJoin(blind, " ")) << "\n";
+  return blind;
+}
+
 TEST_P(RandomScheduleTest, HealsAndConverges) {
   // A fixed seed per instance in CI; CAIRN_TEST_SEED (printed on failure) replays any.
   if (std::getenv("CAIRN_TEST_SEED") == nullptr && std::getenv("CAIRN_FRESH_SEEDS") == nullptr) {
     seed_ = GetParam();
   }
-  const int steps = EnvInt("CAIRN_SCHEDULE_STEPS", 60);
-  std::cerr << "random schedule: seed " << seed_ << ", " << steps << " steps\n";
-  ASSERT_OK(StartCluster());
+  const int steps = EnvInt("CAIRN_SCHEDULE_STEPS", 200);
+  const bool buggify = EnvInt("CAIRN_BUGGIFY", 1) != 0;
+  std::cerr << "random schedule: seed " << seed_ << ", " << steps << " steps"
+            << (buggify ? ", buggified" : "") << "\n";
+  ClusterOptions options;
+  if (buggify) {
+    // One buggify seed per node, from the schedule's; kept across the node's restarts.
+    options.configure = [this](const std::string& name, CairndOptions* o) {
+      o->args.push_back("--buggify-seed");
+      o->args.push_back(absl::StrCat(seed_ * 1000 + std::hash<std::string>{}(name) % 1000 + 1));
+    };
+  }
+  ASSERT_OK(StartCluster(std::move(options)));
   Cluster& c = cluster();
   std::mt19937_64 rng(seed_);
   auto pick = [&](const std::vector<std::string>& from) { return from[rng() % from.size()]; };
@@ -124,7 +172,10 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
       HttpAnswer a = c.Op(node, op);
       what = absl::StrCat(node, " ", op["operation"].get<std::string>(), " ", db, ".", table,
                           " -> ", a.status, " ", a.error_code());
-      ASSERT_TRUE(a.status == 200 || expected_errors.count(a.error_code()) > 0)
+      // A failure buggify injected is a 500 that says so; nothing else may be.
+      const bool injected =
+          a.error_code() == "INTERNAL" && a.body.find("injected fault") != std::string::npos;
+      ASSERT_TRUE(a.status == 200 || expected_errors.count(a.error_code()) > 0 || injected)
           << "step " << step << ": " << node << ": " << op.dump() << " -> " << a.status << " "
           << a.body;
     }
@@ -132,10 +183,19 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
   }
   load.Stop();
   ASSERT_OK(c.Heal());
+  if (buggify) {
+    for (const std::string& n : c.names()) {
+      ASSERT_OK(c.Ok(n, {{"operation", "clear_fault"}}).status()) << n << ": buggify off";
+    }
+  }
   EXPECT_OK(c.WaitConverged({}, absl::Seconds(120)));
+  if (buggify) ReportProbes(c);
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, RandomScheduleTest, ::testing::Values(1, 2, 3, 4, 5));
+// 1-5: the first fixed seeds. The rest found defects (kept as regressions):
+// 1796127316251673017: a failed send round left the link open with no writer (R5).
+INSTANTIATE_TEST_SUITE_P(Seeds, RandomScheduleTest,
+                         ::testing::Values(1, 2, 3, 4, 5, uint64_t{1796127316251673017u}));
 
 }  // namespace
 }  // namespace cairn::harness
