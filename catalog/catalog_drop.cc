@@ -235,6 +235,17 @@ absl::Status Catalog::FinishDrop(const DatabaseLock& lock, const v1::TableRow& r
           options_.node_name, row.database(), row.name(), peers.size());
     }
   }
+  if (tombstone.timed()) {
+    // The generations this node wrote before a local-only drop are dead now (C8).
+    batch.Delete(engine_->cf(Cf::kMeta), ToSlice(storage::EchoKey(row.database(), row.name())))
+        .PermitUncheckedError();
+  } else if (row.replicate()) {
+    // Decision 86: a write of this node still on its way to a peer when its copy went lands
+    // in that peer's log with this node's origin, after the refetch below copied the peer's
+    // rows; log streams must send such writes back here from now on.
+    batch.Put(engine_->cf(Cf::kMeta), ToSlice(storage::EchoKey(row.database(), row.name())), "")
+        .PermitUncheckedError();
+  }
   if (!tombstone.timed()) {
     // Decision 44: a local-only drop (or a node-local table's drop) leaves no marker, so a
     // peer's table of the name may come back here with its next snapshot (C5). The rows this

@@ -66,6 +66,8 @@ void LogSender::Subscribe(const peer::v1::Subscribe& subscribe) {
   for (const peer::v1::TableRefetch& r : subscribe.refetch()) {
     refetch_.push_back(TableCopy{r.database(), r.table(), ""});
   }
+  echo_.clear();
+  for (const peer::v1::TableRefetch& e : subscribe.echo()) echo_.emplace(e.database(), e.table());
 }
 
 absl::btree_map<std::string, uint64_t> LogSender::Needs() const {
@@ -84,6 +86,7 @@ void LogSender::Refetch(const peer::v1::Refetch& refetch) {
   for (const peer::v1::TableRefetch& r : refetch.tables()) {
     refetch_.push_back(TableCopy{r.database(), r.table(), ""});
   }
+  for (const peer::v1::TableRefetch& e : refetch.echo()) echo_.emplace(e.database(), e.table());
 }
 
 bool LogSender::Excluded(absl::string_view db, absl::string_view table) const {
@@ -257,8 +260,10 @@ absl::StatusOr<bool> LogSender::NextLog(const catalog::CatalogSnapshot& snap, co
       ChangeEntry e;
       if (!e.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) continue;
       // Excluded (R11) or the peer's own writes, which it holds (peer_): relaying them back
-      // doubled every link's traffic. Not for this peer, whatever the catalog says.
-      if (Excluded(db, e.table()) || e.origin() == peer_) continue;
+      // doubled every link's traffic. Not for this peer, whatever the catalog says. Except in
+      // a table the peer dropped locally (decision 86).
+      if (Excluded(db, e.table())) continue;
+      if (e.origin() == peer_ && !echo_.contains(std::make_pair(db, e.table()))) continue;
       auto def = snap.FindTable(db, e.table());
       Read r{last, std::move(e), def.ok() && (*def)->replicate() ? (*def)->generation_id() : 0};
       if (r.generation != 0) {
@@ -413,6 +418,18 @@ absl::StatusOr<peer::v1::Subscribe> ReceiverState::BuildSubscribe() {
   for (const std::string& t : exclusions_.List()) sub.add_exclude(t);
   CAIRN_ASSIGN_OR_RETURN(peer::v1::Refetch refetch, NewRefetches());
   *sub.mutable_refetch() = std::move(*refetch.mutable_tables());
+  // Decision 86: every table this node dropped locally, whatever this link refetched.
+  const std::string echo_prefix(storage::kEchoPrefix);
+  auto e = node_->engine->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(echo_prefix));
+  for (e->Seek(ToSlice(echo_prefix)); e->Valid(); e->Next()) {
+    const absl::string_view name = ToView(e->key()).substr(echo_prefix.size());
+    const size_t nul = name.find('\0');
+    if (nul == absl::string_view::npos) continue;
+    peer::v1::TableRefetch* t = sub.add_echo();
+    t->set_database(std::string(name.substr(0, nul)));
+    t->set_table(std::string(name.substr(nul + 1)));
+  }
+  CAIRN_RETURN_IF_ERROR(storage::FromRocks(e->status()));
   return sub;
 }
 
@@ -442,6 +459,11 @@ absl::StatusOr<peer::v1::Refetch> ReceiverState::NewRefetches() {
     peer::v1::TableRefetch* t = out.add_tables();
     t->set_database(id.first);
     t->set_table(id.second);
+    // After a local drop: from now on this link's stream carries this node's own writes of the
+    // table too (decision 86).
+    if (r->value().size() >= 8 && storage::GetBigEndian64(ToView(r->value())) == 0) {
+      *out.add_echo() = *t;
+    }
   }
   CAIRN_RETURN_IF_ERROR(storage::FromRocks(r->status()));
   return out;

@@ -32,6 +32,7 @@
 
 #include "absl/container/btree_map.h"
 #include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cairn/peer/v1/peer.pb.h"
@@ -123,6 +124,8 @@ class LogSender {
   absl::btree_map<std::string, Db> dbs_;
   uint64_t dbs_version_ = UINT64_MAX;  // the catalog version dbs_ was last completed from
   std::deque<TableCopy> refetch_;
+  // (db, table) the peer dropped locally: its own writes of them are sent too (decision 86).
+  absl::flat_hash_set<std::pair<std::string, std::string>> echo_;
   uint64_t refetch_turn_ = 0;
   std::string last_db_;          // round robin position
   bool stale_snapshot_ = false;  // see TakeStaleSnapshot

@@ -174,6 +174,13 @@ std::string ParkedKey(absl::string_view peer, absl::string_view db, absl::string
   return k;
 }
 
+std::string EchoKey(absl::string_view db, absl::string_view table) {
+  std::string k = absl::StrCat(kEchoPrefix, db);
+  k.push_back('\0');
+  absl::StrAppend(&k, table);
+  return k;
+}
+
 std::string RefetchKey(absl::string_view db, absl::string_view table, absl::string_view peer) {
   std::string k = absl::StrCat(kRefetchPrefix, db, "/", table);
   k.push_back('\0');

@@ -97,6 +97,11 @@ std::string RowGenPrefix(uint64_t generation);
 std::string PurgeKey(uint64_t generation);
 inline constexpr absl::string_view kPurgePrefix = "purge/";
 std::string RefetchKey(absl::string_view db, absl::string_view table, absl::string_view peer);
+// "echo/<db>\0<table>": this node dropped its copy of the replicated table locally (decision
+// 86); its log streams from peers carry its own writes of the table too. Removed by a timed
+// drop of the name.
+std::string EchoKey(absl::string_view db, absl::string_view table);
+inline constexpr absl::string_view kEchoPrefix = "echo/";
 inline constexpr absl::string_view kRefetchPrefix = "refetch/";
 // "parked/<peer>\0<db>\0<table>\0<id>": a peer's entry waiting for its table (R17); the
 // parker's id is the encoded pk, \0, BE64 version and origin (one key per version).

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/fault_points.h"
 #include "replication/record_stream.h"
 #include "tests/replication/test_node.h"
@@ -410,6 +411,53 @@ TEST_F(RecordReplicationTest, R5_AFailedSenderRoundEndsTheLinkAndTheRowsStillArr
   ASSERT_EVENTUALLY([&] { ASSERT_EQ(a->faults().HitCount(fault_points::kReplSendBatch), 1); });
   ExpectConverged({a.get(), b.get()}, "shop", "orders", 2);
 }
+
+// Decisions 44 and 49: a table back from a local-only drop gets back this node's own writes
+// that were still on their way to a peer when it was dropped. The refetch copies the peer's
+// rows as they are; a write of this node the peer applies later enters the peer's log with
+// this node's origin, which a log stream does not send back to its origin. Found by the
+// buggified random schedule (seed 1796127829290826512: n1 kept load0-2372, the others
+// load0-2397, every cursor caught up).
+class OwnWriteInFlightTest : public RecordReplicationTest,
+                             public ::testing::WithParamInterface<bool> {};
+
+TEST_P(OwnWriteInFlightTest, D44_AnOwnWriteInFlightAtALocalDropComesBack) {
+  const bool restart = GetParam();  // a new link (Subscribe), or the same one (Refetch)
+  auto a = NewNode("a"), b = NewNode("b");
+  ASSERT_NO_FATAL_FAILURE(LinkWithOrders(a.get(), b.get(), 1, 2));
+  Upsert(b.get(), "shop", "orders", Rows("k", 9, 10, "b"));  // A holds a cursor in B's log
+  ExpectConverged({a.get(), b.get()}, "shop", "orders", 2);
+
+  // A's next write reaches B and waits in B's applier.
+  b->faults().Set(fault_points::kReplApplyBeforeCommit, FaultAction::Block().Once());
+  Upsert(a.get(), "shop", "orders", Rows("k", 1, 2, "newer"));
+  ASSERT_TRUE(
+      b->faults().WaitUntilBlocked(fault_points::kReplApplyBeforeCommit, absl::Seconds(10)));
+  // A drops its copy (and restarts: a new link, while the old one waits for B's applier) and
+  // gets the table back from B's next snapshot, with B's rows as they are: k1 is still "x".
+  ASSERT_OK(a->catalog().DropTable("shop", "orders", /*timed=*/false));
+  if (restart) {
+    a->Stop();
+    a->Start();
+  }
+  ASSERT_OK(b->catalog().CreateTable(Spec("shop", "later", {"name"})));
+  ASSERT_EVENTUALLY([&] { ASSERT_EQ(LiveKeys(*a, "shop", "orders").size(), 2u); });
+  // B applies A's write now.
+  b->faults().Release(fault_points::kReplApplyBeforeCommit);
+  auto holds_newer = [](TestNode& n) {
+    return absl::StrJoin(TableRows(n, "shop", "orders"), " ").find("\"newer\"") !=
+           std::string::npos;
+  };
+  ASSERT_EVENTUALLY([&] { ASSERT_TRUE(holds_newer(*b)); });
+  // The write B applied last is A's own: it must come back to A.
+  ExpectConverged({a.get(), b.get()}, "shop", "orders", 2);
+  EXPECT_TRUE(holds_newer(*a));
+}
+
+INSTANTIATE_TEST_SUITE_P(Link, OwnWriteInFlightTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? "AfterARestart" : "OnTheSameLink";
+                         });
 
 // R15: the numbers of a failed commit are passed by the peer's cursor (a gap); after the
 // sender restarts they are not handed out again, so nothing written after is skipped.
