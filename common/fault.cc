@@ -184,9 +184,11 @@ void FaultRegistry::EnableBuggify(const BuggifyOptions& options) {
   std::mt19937_64 run(options.seed);
   std::uniform_real_distribution<double> unit(0, 1);
   static constexpr double kFire[] = {0.01, 0.1, 0.5};
+  static constexpr double kFireHot[] = {0.001, 0.003, 0.01};  // PointInfo::hot
   for (const fault_points::PointInfo& info : fault_points::kAll) {
     const bool active = unit(run) < options.active_probability;
-    const double fire = kFire[run() % 3];
+    const uint64_t choice = run() % 3;
+    const double fire = info.hot ? kFireHot[choice] : kFire[choice];
     Buggified& b = buggified_[info.name];
     b.errors = info.errors;
     b.fire = active ? fire : 0;

@@ -7,8 +7,9 @@ namespace cairn::fault_points {
 // catalog/catalog.cc: create (SPEC C1, C2)
 inline constexpr char kCreateBeforeCommit[] = "catalog.create.before_commit";
 inline constexpr char kCreateAfterCommit[] = "catalog.create.after_commit";  // before publish
-// catalog/catalog.cc: a new definition of a live generation, under the catalog lock, before
-// it takes the generation's schema lock exclusively (GenerationState (1))
+// catalog/catalog.cc: a new definition of a live generation, under its database's catalog
+// lock (Catalog::DatabaseLock), before it takes the generation's schema lock exclusively
+// (GenerationState (1))
 inline constexpr char kSchemaBeforeFence[] = "catalog.schema.before_fence";
 // catalog/catalog.cc: drop (SPEC C9, C10)
 inline constexpr char kDropAfterTombstone[] = "catalog.drop.after_tombstone";  // step 1 done
@@ -40,25 +41,31 @@ inline constexpr char kReplSchemaBeforeMarker[] = "replication.schema.before_mar
 
 // What buggify (FaultRegistry::EnableBuggify) may do at a point besides delaying: `errors`
 // when the code treats an injected error as a real failure of that step (nothing half-done,
-// the caller answers or retries) rather than ignoring it. Every point is crash-safe (SPEC §6:
-// SIGKILL at any moment loses no acknowledged write). Keep this list complete: a point
-// missing here is never buggified and never reported as a blind spot.
+// the caller answers or retries) rather than ignoring it; `hot` for a point hit once per row,
+// which fires at most 1 % of its hits (a scan would otherwise never finish). Every point is
+// crash-safe (SPEC §6: SIGKILL at any moment loses no acknowledged write). Keep this list
+// complete: a point missing here is never buggified and never reported as a blind spot.
 struct PointInfo {
   const char* name;
   bool errors;
+  bool hot = false;
 };
 inline constexpr PointInfo kAll[] = {
     {kCreateBeforeCommit, true},
     {kCreateAfterCommit, false},  // the create is durable; an error is ignored
-    {kSchemaBeforeFence, true},
+    // Also hit by FinishStrip after drop_attribute committed: a failure there would answer
+    // 500 for a drop that happened.
+    {kSchemaBeforeFence, false},
     {kDropAfterTombstone, true},  // the drop stays pending; a retry completes it (C9)
     {kDropAfterDrain, true},
     {kDropBeforeFinalCommit, true},
     {kDropAfterFinalCommit, false},
     {kWriteBeforeAttributes, true},
-    {kWriteBeforeCommit, true},
+    {kWriteBeforeCommit, true},  // after new attributes are added they stay (decision 64)
     {kWriteAfterCommit, false},
-    {kScanRow, true},
+    // Scans run after commits too (a strip, a marker's purge) and inside streamed answers
+    // whose status line is sent: delays only.
+    {kScanRow, false, /*hot=*/true},
     {kApplyBeforeLock, true},
     {kApplyLocked, true},
     {kStripAfterCatalog, false},  // the strip would wait for a restart: delays only

@@ -132,8 +132,9 @@ absl::Status ApplyDbSchema(catalog::Catalog* catalog, catalog::RecordStore* reco
       ++stats->excluded;
       continue;
     }
-    // Every snapshot repeats every marker: one this node holds already changes nothing (and
-    // its purge ran when it was first applied), so skip the purge scan.
+    // Every snapshot repeats every marker: one this node holds already changes nothing (its
+    // purge ran when it was first applied or, if that failed, stays pending in a purge/ key
+    // and resumes at the next start), so skip the purge scan.
     if (catalog->Snapshot()->MarkerFor(db, m.table()) >= m.dropped_time()) continue;
     // why ignored: delays and crashes only (fault_points::kAll); a failed marker is retried
     // with the next snapshot anyway.
