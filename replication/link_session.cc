@@ -64,6 +64,7 @@ absl::StatusOr<bool> LinkSession::ReadHello() {
   peer_schema_ = has(kSchemaCapability);
   // Records need both: a batch is only applicable after its table's schema.
   peer_records_ = peer_schema_ && has(kRecordsCapability);
+  peer_echo_ = peer_records_ && has(kEchoCapability);
   peer_log_id_ = hello.log_id();
   return true;
 }
@@ -171,6 +172,7 @@ void LinkSession::WriterLoop() {
   hello.mutable_hello()->set_protocol_version(kProtocolVersion);
   hello.mutable_hello()->add_capabilities(kSchemaCapability);
   hello.mutable_hello()->add_capabilities(kRecordsCapability);
+  hello.mutable_hello()->add_capabilities(kEchoCapability);
   hello.mutable_hello()->set_log_id(cluster_->node()->log->log_id());
   hello.mutable_hello()->set_wall_ms(absl::ToUnixMillis(cluster_->node()->hlc->WallNow()));
   if (!stream_->Write(hello)) return;
@@ -260,6 +262,7 @@ void LinkSession::RetryParked(ReceiverState* receiver) {
 
 void LinkSession::ApplierLoop() {
   uint64_t log_id = 0;
+  bool echo = false;
   {
     absl::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(
@@ -268,6 +271,7 @@ void LinkSession::ApplierLoop() {
         this));
     if (done_ || !peer_records_) return;
     log_id = peer_log_id_;
+    echo = peer_echo_;
   }
   // One link per peer subscribes (two routes make two links): exactly-once needs one
   // applier per peer cursor (R6). Another link may hold the claim until it ends.
@@ -276,6 +280,7 @@ void LinkSession::ApplierLoop() {
     if (mu_.AwaitWithTimeout(absl::Condition(&done_), absl::Milliseconds(200))) return;
   }
   ReceiverState receiver(cluster_->node(), peer_, log_id, cluster_->ExclusionsFor(peer_));
+  receiver.set_echo(echo);
   absl::StatusOr<peer::v1::Subscribe> subscribe = receiver.BuildSubscribe();
   if (!subscribe.ok()) {
     cluster_->ReleaseReceiver(peer_, this);  // before mu_: Cluster::mu_ comes first

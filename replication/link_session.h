@@ -41,6 +41,8 @@ class Cluster;
 inline constexpr uint32_t kProtocolVersion = 1;
 inline constexpr char kSchemaCapability[] = "schema.v1";
 inline constexpr char kRecordsCapability[] = "records.v1";
+// Subscribe.echo and Refetch.echo (decision 86).
+inline constexpr char kEchoCapability[] = "records.echo.v1";
 // Unacknowledged ChangeBatches a sender keeps in flight per link (R12).
 inline constexpr uint64_t kWindow = 8;
 
@@ -121,6 +123,7 @@ class LinkSession {
 
   // Records, receiving side.
   bool peer_records_ ABSL_GUARDED_BY(mu_) = false;  // the peer speaks records.v1
+  bool peer_echo_ ABSL_GUARDED_BY(mu_) = false;     // ... and records.echo.v1
   uint64_t peer_log_id_ ABSL_GUARDED_BY(mu_) = 0;
   bool subscribed_ ABSL_GUARDED_BY(mu_) = false;  // this link holds the peer's claim
   std::deque<peer::v1::LinkMessage> outbox_ ABSL_GUARDED_BY(mu_);  // Subscribe, for the writer

@@ -419,6 +419,8 @@ absl::StatusOr<peer::v1::Subscribe> ReceiverState::BuildSubscribe() {
   CAIRN_ASSIGN_OR_RETURN(peer::v1::Refetch refetch, NewRefetches());
   *sub.mutable_refetch() = std::move(*refetch.mutable_tables());
   // Decision 86: every table this node dropped locally, whatever this link refetched.
+  sub.clear_echo();
+  if (!echo_) return sub;
   const std::string echo_prefix(storage::kEchoPrefix);
   auto e = node_->engine->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(echo_prefix));
   for (e->Seek(ToSlice(echo_prefix)); e->Valid(); e->Next()) {
@@ -459,10 +461,14 @@ absl::StatusOr<peer::v1::Refetch> ReceiverState::NewRefetches() {
     peer::v1::TableRefetch* t = out.add_tables();
     t->set_database(id.first);
     t->set_table(id.second);
-    // After a local drop: from now on this link's stream carries this node's own writes of the
-    // table too (decision 86).
-    if (r->value().size() >= 8 && storage::GetBigEndian64(ToView(r->value())) == 0) {
-      *out.add_echo() = *t;
+    // After a local drop of a replicated table: from now on this link's stream carries this
+    // node's own writes of it too (decision 86).
+    if (echo_) {
+      std::string unused;
+      bool echoed = false;
+      CAIRN_RETURN_IF_ERROR(
+          node_->engine->Get(Cf::kMeta, storage::EchoKey(id.first, id.second), &unused, &echoed));
+      if (echoed) *out.add_echo() = *t;
     }
   }
   CAIRN_RETURN_IF_ERROR(storage::FromRocks(r->status()));

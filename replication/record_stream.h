@@ -162,6 +162,9 @@ class ReceiverState {
   // R14: refetches stored for this peer that this link has not asked for yet (a marker
   // retired a generation here after the link subscribed). Empty: nothing new.
   absl::StatusOr<peer::v1::Refetch> NewRefetches();
+  // The peer speaks records.echo.v1: Subscribe and Refetch name the tables this node dropped
+  // locally (decision 86). Without it they do not (R1: nothing the peer did not advertise).
+  void set_echo(bool peer_speaks_echo) { echo_ = peer_speaks_echo; }
 
   // Applies one batch and its cursor in one WriteBatch (R6). Entries of tables the route
   // excludes are dropped (R11, receiver's side); entries of a table not defined here yet, or
@@ -190,6 +193,7 @@ class ReceiverState {
   const Exclusions exclusions_;
   absl::btree_map<std::string, DbProgress> progress_;
   absl::btree_set<std::pair<std::string, std::string>> refetch_asked_;  // (db, table)
+  bool echo_ = false;                                                   // see set_echo
   Parking parking_;
   uint64_t batches_ = 0;
   uint64_t entries_applied_ = 0;
