@@ -57,6 +57,30 @@ absl::StatusOr<bool> HoldsRowGenerations(storage::Engine* engine, uint64_t gener
   return false;
 }
 
+// What a local-only drop (or a node-local table's drop) records for the table's return.
+// Decision 44: it leaves no marker, so a peer's table of the name may come back here with
+// the peer's next snapshot (C5). The rows this node applied from that peer before (or skipped
+// while its own node-local table held the name) must come back with it: every peer with a
+// cursor in the database is asked again for the table once it is live here again (refetch
+// value 0: "after a local drop"). Decision 86: a write of this node still on its way to a
+// peer when its copy went lands in that peer's log with this node's origin, after the
+// refetch copied the peer's rows; log streams send such writes back here from now on.
+absl::Status PutLocalDropFollowUps(storage::Engine* engine, absl::string_view db,
+                                   absl::string_view table, bool replicate,
+                                   rocksdb::WriteBatch* batch) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> peers, PeersWithCursorIn(engine, db));
+  const std::string zero(8, '\0');
+  for (const std::string& peer : peers) {
+    batch->Put(engine->cf(Cf::kMeta), ToSlice(storage::RefetchKey(db, table, peer)), zero)
+        .PermitUncheckedError();
+  }
+  if (replicate) {
+    batch->Put(engine->cf(Cf::kMeta), ToSlice(storage::EchoKey(db, table)), "")
+        .PermitUncheckedError();
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -78,6 +102,13 @@ absl::Status Catalog::Tombstone(const DatabaseLock& lock, const TableRef& def, b
   rocksdb::WriteBatch batch;
   PutProto(engine_, &batch, Cf::kCatalog,
            storage::TableKey(def->database(), def->name(), def->generation_id()), row);
+  if (!timed) {
+    // Recorded in the tombstone's batch: the name is free for a peer's table from this step
+    // on, whether or not steps 2 and 3 complete (a drain that times out, a failure before
+    // the final batch), so no later failure may lose them.
+    CAIRN_RETURN_IF_ERROR(
+        PutLocalDropFollowUps(engine_, def->database(), def->name(), def->replicate(), &batch));
+  }
   CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
 
   {
@@ -239,28 +270,11 @@ absl::Status Catalog::FinishDrop(const DatabaseLock& lock, const v1::TableRow& r
     // The generations this node wrote before a local-only drop are dead now (C8).
     batch.Delete(engine_->cf(Cf::kMeta), ToSlice(storage::EchoKey(row.database(), row.name())))
         .PermitUncheckedError();
-  } else if (row.replicate()) {
-    // Decision 86: a write of this node still on its way to a peer when its copy went lands
-    // in that peer's log with this node's origin, after the refetch below copied the peer's
-    // rows; log streams must send such writes back here from now on.
-    batch.Put(engine_->cf(Cf::kMeta), ToSlice(storage::EchoKey(row.database(), row.name())), "")
-        .PermitUncheckedError();
-  }
-  if (!tombstone.timed()) {
-    // Decision 44: a local-only drop (or a node-local table's drop) leaves no marker, so a
-    // peer's table of the name may come back here with its next snapshot (C5). The rows this
-    // node applied from that peer before (or skipped while its own node-local table held the
-    // name) must come back with it: every peer with a cursor in the database is asked again
-    // for the table once it is live here again (value 0: "after a local drop").
-    CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> peers,
-                           PeersWithCursorIn(engine_, row.database()));
-    const std::string zero(8, '\0');
-    for (const std::string& peer : peers) {
-      batch
-          .Put(engine_->cf(Cf::kMeta),
-               ToSlice(storage::RefetchKey(row.database(), row.name(), peer)), zero)
-          .PermitUncheckedError();
-    }
+  } else {
+    // Written with the tombstone already; again here for a tombstone of a binary that did
+    // not (C10 completes it). A refetch already served then runs once more: ties under D5.
+    CAIRN_RETURN_IF_ERROR(
+        PutLocalDropFollowUps(engine_, row.database(), row.name(), row.replicate(), &batch));
   }
   if (tombstone.timed()) {
     // The marker only moves forward.

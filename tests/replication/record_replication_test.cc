@@ -459,6 +459,41 @@ INSTANTIATE_TEST_SUITE_P(Link, OwnWriteInFlightTest, ::testing::Values(true, fal
                            return p.param ? "AfterARestart" : "OnTheSameLink";
                          });
 
+// Decision 44: the rows of a table dropped locally come back when a peer's table takes the
+// name again, even when the drop failed after its first step: the name is free from that
+// step on. The refetch is recorded with the tombstone, not in the final batch, which a
+// failure (or a drain timeout) never wrote. Found by the buggified schedule: n3's local drop
+// failed at catalog.drop.after_drain, n2's table came back there, and 35 rows never did.
+class FailedLocalDropTest : public RecordReplicationTest,
+                            public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(FailedLocalDropTest, D44_RowsComeBackAfterALocalDropThatFailedMidWay) {
+  auto a = NewNode("a"), b = NewNode("b");
+  ASSERT_NO_FATAL_FAILURE(LinkWithOrders(a.get(), b.get(), 10, 13));
+  Upsert(b.get(), "shop", "orders", Rows("k", 1, 10, "b"));  // A holds a cursor in B's log
+  ExpectConverged({a.get(), b.get()}, "shop", "orders", 12);
+
+  a->faults().Set(GetParam(), FaultAction::ReturnError(absl::InternalError("injected")).Once());
+  EXPECT_FALSE(a->catalog().DropTable("shop", "orders", /*timed=*/false).ok());
+  // B's next snapshot gives A the table again: a new generation, the old one still pending.
+  ASSERT_OK(b->catalog().CreateTable(Spec("shop", "later", {"name"})));
+  ASSERT_EVENTUALLY([&] { ASSERT_NE(a->Table("shop", "orders"), nullptr); });
+  Upsert(b.get(), "shop", "orders", Rows("k", 20, 21, "b"));
+  ExpectConverged({a.get(), b.get()}, "shop", "orders", 13);
+}
+
+INSTANTIATE_TEST_SUITE_P(Step, FailedLocalDropTest,
+                         ::testing::Values(fault_points::kDropAfterTombstone,
+                                           fault_points::kDropAfterDrain,
+                                           fault_points::kDropBeforeFinalCommit),
+                         [](const ::testing::TestParamInfo<const char*>& p) {
+                           std::string name = p.param;
+                           for (char& ch : name) {
+                             if (ch == '.') ch = '_';
+                           }
+                           return name;
+                         });
+
 // R15: the numbers of a failed commit are passed by the peer's cursor (a gap); after the
 // sender restarts they are not handed out again, so nothing written after is skipped.
 TEST_F(RecordReplicationTest, R15_NumbersOfAFailedCommitAreNotReusedAfterARestart) {
@@ -515,6 +550,11 @@ TEST_F(RecordReplicationTest, R17_OneStuckTableNeverStallsTheRest) {
   ASSERT_EVENTUALLY([&] {
     ASSERT_NE(b->Table("shop", "stuck"), nullptr);
     ASSERT_NE(b->Table("zeta", "free"), nullptr);
+    // B subscribed to both logs: A's rows below come on the log stream, not in a first full
+    // copy (which under load could start after them).
+    const PeerStatus s = b->StatusOf("a");
+    ASSERT_EQ(s.cursors.count("shop"), 1u);
+    ASSERT_EQ(s.cursors.count("zeta"), 1u);
   });
 
   // B's own drop of shop.stuck parks after its first step: the table is dropping on B.
