@@ -28,6 +28,24 @@ class SystemClock final : public Clock {
   static SystemClock* Default();
 };
 
+// The system clock shifted by an offset that may change at any time: a test hook's clock
+// faults (a node's clock ahead, behind, or jumping; issue 19). Thread-safe.
+class OffsetClock final : public Clock {
+ public:
+  absl::Time Now() override {
+    return absl::Now() + absl::Nanoseconds(offset_ns_.load(std::memory_order_relaxed));
+  }
+  void set_offset(absl::Duration offset) {
+    offset_ns_.store(absl::ToInt64Nanoseconds(offset), std::memory_order_relaxed);
+  }
+  absl::Duration offset() const {
+    return absl::Nanoseconds(offset_ns_.load(std::memory_order_relaxed));
+  }
+
+ private:
+  std::atomic<int64_t> offset_ns_{0};
+};
+
 // A 64-bit hybrid logical clock value: physical milliseconds since the Unix epoch in the high
 // 48 bits, a logical counter in the low 16 (SPEC §1). Comparing two values as integers orders
 // them in time.

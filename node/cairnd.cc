@@ -262,6 +262,9 @@ int Run(const NodeConfig& config) {
   node_options.tombstone_retention = config.tombstone_retention;
   node_options.max_attributes_per_table = config.max_attributes_per_table;
   node_options.faults = config.enable_test_hooks ? &faults : nullptr;
+  // Test hooks: a wall clock that set_clock can shift (clock faults); otherwise the system's.
+  OffsetClock clock;
+  node_options.clock = config.enable_test_hooks ? &clock : nullptr;
   // A backup's directory (node/backup.h): this start restores it (decision 51).
   absl::StatusOr<std::optional<PendingRestore>> restore = FindPendingRestore(config.data_dir);
   if (!restore.ok()) return fail("restoring", restore.status());
@@ -306,6 +309,7 @@ int Run(const NodeConfig& config) {
   api_options.node_name = config.name;
   api_options.enable_test_hooks = config.enable_test_hooks;
   api_options.faults = &faults;
+  api_options.clock = config.enable_test_hooks ? &clock : nullptr;
   api_options.backup_dir = config.backup_dir;
   replication::ClusterOptions cluster_options;
   cluster_options.node_name = config.name;

@@ -214,6 +214,7 @@ const std::vector<OpsApi::Operation>& OpsApi::Operations() {
       {"clear_fault", &OpsApi::ClearFault, true},
       {"fault_hits", &OpsApi::FaultHits, true},
       {"fault_probes", &OpsApi::FaultProbes, true},
+      {"set_clock", &OpsApi::SetClock, true},
       {"cut_link", &OpsApi::CutLink, true},
       {"restore_link", &OpsApi::RestoreLink, true},
   };
@@ -727,6 +728,26 @@ absl::StatusOr<Reply> OpsApi::FaultHits(const Fields& f) const {
   CAIRN_ASSIGN_OR_RETURN(std::string name, f.String("name"));
   if (options_.faults == nullptr) return Error(ErrorCode::kInternal, "no fault registry");
   return JsonReply(json{{"name", name}, {"hits", options_.faults->HitCount(name)}});
+}
+
+// Clock faults (issue 19): the node's wall clock runs `offset` from the machine's from now on
+// (a jump forward or back, within --max-clock-offset or beyond it). The HLC never goes back
+// (HybridClock (1)); a restart sets the offset to 0 again.
+absl::StatusOr<Reply> OpsApi::SetClock(const Fields& f) const {
+  CAIRN_ASSIGN_OR_RETURN(std::string text, f.String("offset"));
+  absl::Duration offset;
+  if (!absl::ParseDuration(text, &offset) || offset < -absl::Hours(24) ||
+      offset > absl::Hours(24)) {
+    return Error(ErrorCode::kBadRequest,
+                 absl::StrCat("'offset' must be a duration within a day, such as 250ms or -2s; "
+                              "got '",
+                              text, "'"));
+  }
+  if (options_.clock == nullptr) return Error(ErrorCode::kInternal, "no adjustable clock");
+  options_.clock->set_offset(offset);
+  spdlog::warn("[{}] wall clock offset set to {} (test hook)", options_.node_name,
+               absl::FormatDuration(offset));
+  return JsonReply(json{{"offset_ms", absl::ToInt64Milliseconds(offset)}});
 }
 
 // What every fault point did in this process (buggify's "code probes"): a point that never

@@ -41,6 +41,7 @@ struct OpsApiOptions {
   std::string node_name;
   bool enable_test_hooks = false;   // the fault operations answer 403 without it (SPEC §6)
   FaultRegistry* faults = nullptr;  // armed by the fault operations
+  OffsetClock* clock = nullptr;     // the node's wall clock, shifted by set_clock (test hooks)
   // Peer links: drops are forwarded through it, cluster_status reads it. Null: a node with
   // no cluster (tests of the API alone).
   replication::Cluster* cluster = nullptr;
@@ -92,6 +93,7 @@ class OpsApi {
   // How often an armed fault point was hit: lets a test see a request reach the point.
   absl::StatusOr<Reply> FaultHits(const Fields& f) const;
   absl::StatusOr<Reply> FaultProbes(const Fields& f) const;
+  absl::StatusOr<Reply> SetClock(const Fields& f) const;
   absl::StatusOr<Reply> CutLink(const Fields& f) const;
   absl::StatusOr<Reply> RestoreLink(const Fields& f) const;
 

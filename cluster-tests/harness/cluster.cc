@@ -268,6 +268,10 @@ absl::Status Cluster::ClearFaults(const std::string& name) {
   return Ok(name, {{"operation", "clear_fault"}}).status();
 }
 
+absl::Status Cluster::SetClock(const std::string& name, absl::Duration offset) {
+  return Ok(name, {{"operation", "set_clock"}, {"offset", absl::FormatDuration(offset)}}).status();
+}
+
 // Makes `name`'s cut links what the harness holds: it may have missed a Cut or Restore while
 // it was paused or down (a restarted process starts with none).
 absl::Status Cluster::SyncCuts(const std::string& name) {
@@ -314,7 +318,10 @@ absl::Status Cluster::Heal() {
   const auto cuts = cuts_;
   for (const auto& [a, b] : cuts) CAIRN_RETURN_IF_ERROR(Restore(a, b));
   for (const auto& [name, m] : members_) {
-    if (options_.test_hooks) CAIRN_RETURN_IF_ERROR(ClearFaults(name));
+    if (options_.test_hooks) {
+      CAIRN_RETURN_IF_ERROR(ClearFaults(name));
+      CAIRN_RETURN_IF_ERROR(SetClock(name, absl::ZeroDuration()));
+    }
   }
   return absl::OkStatus();
 }

@@ -82,11 +82,16 @@ class Cluster {
   absl::Status Restart(const std::string& name, const std::vector<std::string>& args = {});
 
   absl::Status SetFault(const std::string& name, const std::string& spec);  // "point=action"
+  // Also ends buggify (--buggify-seed) on the node.
   absl::Status ClearFaults(const std::string& name);
+  // Clock faults: `name`'s wall clock runs `offset` from the machine's (set_clock); a jump
+  // is a change of offset. A restart sets it back to 0.
+  absl::Status SetClock(const std::string& name, absl::Duration offset);
   // A partition between a and b: each side cuts the other (SPEC §6). Held across restarts.
   absl::Status Cut(const std::string& a, const std::string& b);
   absl::Status Restore(const std::string& a, const std::string& b);
-  // Resumes paused nodes, restarts down ones, restores every cut, clears every fault.
+  // Resumes paused nodes, restarts down ones, restores every cut, clears every fault (and
+  // buggify) and sets every clock right.
   absl::Status Heal();
 
   // ---- Waiting and checking

@@ -997,6 +997,36 @@ TEST_F(CairndTest, BuggifyFiresPointsOnTheirOwnAndReportsThem) {
   }
 }
 
+// Issue 19, clock faults: set_clock shifts the node's wall clock; stamps follow it forward,
+// and the HLC never goes back when it jumps back.
+TEST_F(CairndTest, SetClockShiftsTheWallClockAndTheHlcNeverGoesBack) {
+  node_->Stop(SIGTERM);
+  StartNode({"--enable-test-hooks"});
+  CreateOrders(/*schema_defined=*/false);
+  auto stamp = [&](int id) {
+    Ok({{"operation", "upsert"},
+        {"database", "shop"},
+        {"table", "orders"},
+        {"records", {{{"id", id}}}}});
+    json got = Ok({{"operation", "search_by_id"},
+                   {"database", "shop"},
+                   {"table", "orders"},
+                   {"ids", {id}},
+                   {"get_attributes", {"__updatedtime__"}}});
+    return got.at(0).at("__updatedtime__").get<int64_t>();
+  };
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  EXPECT_EQ(Ok({{"operation", "set_clock"}, {"offset", "1h"}})["offset_ms"], 3600000);
+  const int64_t ahead = stamp(1);
+  EXPECT_GT(ahead, now_ms + 30 * 60 * 1000) << "stamped by the shifted clock";
+  Ok({{"operation", "set_clock"}, {"offset", "-1h"}});
+  EXPECT_GE(stamp(2), ahead) << "the HLC does not go back with the wall clock";
+  ExpectError(node_->Post({{"operation", "set_clock"}, {"offset", "soon"}}), 400, "BAD_REQUEST",
+              "'offset'");
+  ExpectError(node_->Post({{"operation", "set_clock"}, {"offset", "48h"}}), 400, "BAD_REQUEST",
+              "within a day");
+}
+
 TEST_F(CairndTest, SigtermDrainsAnInFlightWrite) {
   node_->Stop(SIGTERM);
   StartNode({"--enable-test-hooks"});
