@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The mutation check (issue 19): does the buggified random schedule catch the defects we know?
+# Each cluster-tests/mutants/*.patch re-introduces one fixed defect. For each, this script
+# builds cairnd with the patch in a scratch worktree and runs the random schedule against it
+# (CAIRND=...) on fresh seeds until one fails, up to a limit. It reports per mutant the seeds
+# and minutes it took to be caught, or that it survived.
+#
+#   cluster-tests/mutations.sh                  # every mutant, up to 20 seeds each
+#   cluster-tests/mutations.sh -n 40 d86-no-echo # one mutant, up to 40 seeds
+#
+# Needs a configured build/ (scripts/test.sh makes one) for the schedule binary; mutants are
+# built in $TMPDIR with the same compiler cache. A mutant that survives its seeds is a
+# window the schedule does not open yet: grow the schedule, not the limit.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root=$(pwd)
+
+max_seeds=20
+if [[ "${1:-}" == "-n" ]]; then
+  max_seeds=$2
+  shift 2
+fi
+mutants=("$@")
+if [[ ${#mutants[@]} -eq 0 ]]; then
+  for p in cluster-tests/mutants/*.patch; do mutants+=("$(basename "$p" .patch)"); done
+fi
+
+schedule="$root/build/cluster-tests/random_schedule_test"
+[[ -x "$schedule" ]] || { echo "build the tests first (scripts/test.sh)" >&2; exit 2; }
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/cairn-mutants-XXXXXX")
+trap 'git -C "$root" worktree remove --force "$scratch/src" >/dev/null 2>&1 || true; rm -rf "$scratch"' EXIT
+git -C "$root" worktree add -q --detach "$scratch/src" HEAD
+
+report=()
+for m in "${mutants[@]}"; do
+  patch="$root/cluster-tests/mutants/$m.patch"
+  [[ -f "$patch" ]] || { echo "no mutant $m" >&2; exit 2; }
+  git -C "$scratch/src" checkout -q -- .
+  git -C "$scratch/src" apply "$patch"
+  echo "== mutant $m: building cairnd"
+  (
+    cd "$scratch/src"
+    export CCACHE_BASEDIR="$scratch/src" CCACHE_NOHASHDIR=1
+    [[ -f build/build.ninja ]] || cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCAIRN_BUILD_BENCH=OFF >/dev/null
+    ninja -C build node/cairnd >/dev/null
+  )
+  start=$(date +%s)
+  caught=""
+  for ((i = 1; i <= max_seeds; ++i)); do
+    log="$scratch/$m-$i.log"
+    if ! CAIRND="$scratch/src/build/node/cairnd" CAIRN_FRESH_SEEDS=1 \
+      "$schedule" --gtest_filter='*/0' >"$log" 2>&1; then
+      seed=$(grep -m1 -o 'CAIRN_TEST_SEED=[0-9]*' "$log" | cut -d= -f2)
+      caught="caught at seed $i of $max_seeds (CAIRN_TEST_SEED=$seed)"
+      cp "$log" "$root/build/mutant-$m.log"
+      break
+    fi
+  done
+  minutes=$(awk -v s=$(($(date +%s) - start)) 'BEGIN { printf "%.1f", s / 60 }')
+  line="$m: ${caught:-SURVIVED $max_seeds seeds} in $minutes min"
+  echo "$line"
+  report+=("$line")
+done
+echo "== mutation check"
+printf '%s\n' "${report[@]}"
+for line in "${report[@]}"; do [[ "$line" == *SURVIVED* ]] && exit 1; done
+exit 0
