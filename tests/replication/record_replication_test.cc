@@ -459,6 +459,26 @@ INSTANTIATE_TEST_SUITE_P(Link, OwnWriteInFlightTest, ::testing::Values(true, fal
                            return p.param ? "AfterARestart" : "OnTheSameLink";
                          });
 
+// R1 with decision 86: the tables a node dropped locally are named in its Subscribe only to a
+// peer that advertised records.echo.v1; an older peer is sent nothing it does not know.
+TEST_F(RecordReplicationTest, R1_EchoTablesGoOnlyToAPeerThatAdvertisedThem) {
+  auto a = NewNode("a"), b = NewNode("b");
+  ASSERT_NO_FATAL_FAILURE(LinkWithOrders(a.get(), b.get(), 1, 2));
+  ASSERT_OK(a->catalog().DropTable("shop", "orders", /*timed=*/false));
+  for (const bool speaks_echo : {false, true}) {
+    SCOPED_TRACE(speaks_echo);
+    ReceiverState receiver(&a->local(), "b", b->local().log->log_id(), Exclusions());
+    receiver.set_echo(speaks_echo);
+    auto sub = receiver.BuildSubscribe();
+    ASSERT_OK(sub);
+    ASSERT_EQ(sub->echo_size(), speaks_echo ? 1 : 0);
+    if (speaks_echo) {
+      EXPECT_EQ(sub->echo(0).database(), "shop");
+      EXPECT_EQ(sub->echo(0).table(), "orders");
+    }
+  }
+}
+
 // Decision 44: the rows of a table dropped locally come back when a peer's table takes the
 // name again, even when the drop failed after its first step: the name is free from that
 // step on. The refetch is recorded with the tombstone, not in the final batch, which a
