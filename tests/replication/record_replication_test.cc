@@ -427,6 +427,10 @@ TEST_P(OwnWriteInFlightTest, D44_AnOwnWriteInFlightAtALocalDropComesBack) {
   ASSERT_NO_FATAL_FAILURE(LinkWithOrders(a.get(), b.get(), 1, 2));
   Upsert(b.get(), "shop", "orders", Rows("k", 9, 10, "b"));  // A holds a cursor in B's log
   ExpectConverged({a.get(), b.get()}, "shop", "orders", 2);
+  // B is through A's whole log (A's relay of k9 included), so the next batch B's applier
+  // takes is the one that carries A's write below.
+  ASSERT_EVENTUALLY(
+      [&] { ASSERT_EQ(b->StatusOf("a").cursors["shop"], a->local().log->CommittedSeq("shop")); });
 
   // A's next write reaches B and waits in B's applier.
   b->faults().Set(fault_points::kReplApplyBeforeCommit, FaultAction::Block().Once());
