@@ -244,6 +244,8 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
       result.written.push_back(inputs[i].pk);
     }
     result.version = version;
+    result.row_generation = def->created_time();
+    result.replicate = def->replicate();
 
     // 5. One batch: records, index entries, counts, change-log entries (D3, D4).
     rocksdb::WriteBatch batch;
@@ -293,6 +295,8 @@ absl::StatusOr<WriteResult> RecordStore::Delete(absl::string_view db, absl::stri
   CAIRN_ASSIGN_OR_RETURN(const Hlc version, options_.hlc->Now());
   WriteResult result;
   result.version = version;
+  result.row_generation = def->created_time();
+  result.replicate = def->replicate();
   for (size_t i = 0; i < ids.size(); ++i) {
     Slot& s = slots[slot_index[i]];
     if (!s.live()) {

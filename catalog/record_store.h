@@ -40,6 +40,10 @@ struct WriteResult {
   nlohmann::json skipped = nlohmann::json::array();
   std::vector<std::string> new_attributes;  // added by this write (D2)
   Hlc version = 0;                          // of every record the write changed
+  // The generation written to: its created_time, each record's row generation (D7), and
+  // whether it replicates (C11). Test hooks show them to the cluster checker's model.
+  Hlc row_generation = 0;
+  bool replicate = true;
 };
 
 struct SearchOptions {
@@ -88,6 +92,15 @@ class RecordStore {
   absl::Status SearchByValue(absl::string_view db, absl::string_view table,
                              absl::string_view attribute, const nlohmann::json& value,
                              const SearchOptions& options, const Visitor& visit);
+  // Every stored row of the table's live generation in key order, tombstones included, with
+  // the stamps it carries (D4, D5, D7) and its body as searches see it (null for a
+  // tombstone). For the test hook read_rows: the cluster checker's model. Returns the
+  // generation read. Cancelled by a drop like a search (C9).
+  using StoredVisitor =
+      std::function<void(const nlohmann::json& key, const storage::v1::StoredRecord& row,
+                         const nlohmann::json& record)>;
+  absl::StatusOr<TableRef> ScanStored(absl::string_view db, absl::string_view table,
+                                      const StoredVisitor& visit);
   // Exact count of live records (maintained in the write batches, not estimated).
   absl::StatusOr<uint64_t> RecordCount(absl::string_view db, absl::string_view table);
   // ... of that generation, whatever the name holds now.

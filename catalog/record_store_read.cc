@@ -250,6 +250,34 @@ absl::Status RecordStore::SearchByValue(absl::string_view db, absl::string_view 
   return IteratorStatus(*it);
 }
 
+absl::StatusOr<TableRef> RecordStore::ScanStored(absl::string_view db, absl::string_view table,
+                                                 const StoredVisitor& visit) {
+  CAIRN_ASSIGN_OR_RETURN(TableRef def, Resolve(db, table));
+  CAIRN_ASSIGN_OR_RETURN(Gate::Token token, def->state()->Admit(def->QualifiedName()));
+  internal::ScanCheckpoint checkpoint(*def, options_.faults);
+  storage::ScopedSnapshot snapshot(engine_);
+  const std::string generation = storage::GenerationPrefix(def->generation_id());
+  auto it = engine_->NewIterator(Cf::kRecords, snapshot.get(),
+                                 storage::GenerationPrefix(def->generation_id() + 1));
+  for (it->Seek(ToSlice(generation)); it->Valid(); it->Next()) {
+    CAIRN_RETURN_IF_ERROR(checkpoint.Visit());
+    StoredRecord rec;
+    json key;
+    if (!rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) ||
+        !storage::DecodePrimaryKey(storage::ToView(it->key()).substr(generation.size()), &key)) {
+      return absl::DataLossError(absl::StrCat("unreadable record in ", def->QualifiedName()));
+    }
+    json record;  // null for a tombstone
+    if (!rec.deleted()) {
+      record = ParseStored(rec.json());
+      internal::DropStripped(*def, rec.version(), &record);
+    }
+    visit(key, rec, record);
+  }
+  CAIRN_RETURN_IF_ERROR(IteratorStatus(*it));
+  return def;
+}
+
 absl::StatusOr<uint64_t> RecordStore::RecordCount(absl::string_view db, absl::string_view table) {
   CAIRN_ASSIGN_OR_RETURN(TableRef def, Resolve(db, table));
   return RecordCount(*def);

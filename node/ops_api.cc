@@ -65,14 +65,22 @@ Reply JsonReply(const json& body) {
 }
 
 // Harper's answer to a write: {"message", <key>: written keys, "skipped_hashes", ...}.
+// With test hooks, "written_as" adds each written record's stamps (D4, D7) for the cluster
+// checker's model: the full HLC, which txn_time (ms) rounds away.
 Reply WriteReply(const std::string& message, const char* key, catalog::WriteResult result,
-                 bool with_new_attributes) {
+                 bool with_new_attributes, const OpsApiOptions& options) {
   json body = Message(message);
   const size_t written = result.written.size();
   body[key] = std::move(result.written);
   body["skipped_hashes"] = std::move(result.skipped);
   if (with_new_attributes) body["new_attributes"] = result.new_attributes;
   if (result.version != 0) body["txn_time"] = HybridClock::PhysicalMs(result.version);
+  if (options.enable_test_hooks && written > 0) {
+    body["written_as"] = {{"version", result.version},
+                          {"origin", options.node_name},
+                          {"row_generation", result.row_generation},
+                          {"replicate", result.replicate}};
+  }
   Reply reply = JsonReply(body);
   reply.records_written = written;
   return reply;
@@ -215,6 +223,7 @@ const std::vector<OpsApi::Operation>& OpsApi::Operations() {
       {"fault_hits", &OpsApi::FaultHits, true},
       {"fault_probes", &OpsApi::FaultProbes, true},
       {"set_clock", &OpsApi::SetClock, true},
+      {"read_rows", &OpsApi::ReadRows, true},
       {"cut_link", &OpsApi::CutLink, true},
       {"restore_link", &OpsApi::RestoreLink, true},
   };
@@ -528,7 +537,7 @@ absl::StatusOr<Reply> OpsApi::Write(const Fields& f, catalog::WriteMode mode) co
   }
   const std::string message =
       absl::StrCat(verb, " ", result.written.size(), " of ", records->size(), " records");
-  return WriteReply(message, key, std::move(result), /*with_new_attributes=*/true);
+  return WriteReply(message, key, std::move(result), /*with_new_attributes=*/true, options_);
 }
 
 absl::StatusOr<Reply> OpsApi::Delete(const Fields& f) const {
@@ -539,7 +548,8 @@ absl::StatusOr<Reply> OpsApi::Delete(const Fields& f) const {
   const std::string message =
       absl::StrCat(result.written.size(), " of ", ids->size(),
                    ids->size() == 1 ? " record" : " records", " successfully deleted");
-  return WriteReply(message, "deleted_hashes", std::move(result), /*with_new_attributes=*/false);
+  return WriteReply(message, "deleted_hashes", std::move(result), /*with_new_attributes=*/false,
+                    options_);
 }
 
 absl::StatusOr<Reply> OpsApi::SearchById(const Fields& f) const {
@@ -764,6 +774,42 @@ absl::StatusOr<Reply> OpsApi::FaultProbes(const Fields&) const {
                       {"delays", p.delays}});
   }
   return JsonReply(json{{"buggify", options_.faults->buggify()}, {"probes", std::move(probes)}});
+}
+
+// Every stored row of a table with its stamps, tombstones included (D4, D5, D7), and the
+// name's drop marker (also when the name has no live table): what the cluster checker's model
+// compares (SPEC §7). Unbounded: for test clusters.
+absl::StatusOr<Reply> OpsApi::ReadRows(const Fields& f) const {
+  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
+  CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table());
+  json rows = json::array();
+  const Hlc marker = node_->catalog->Snapshot()->MarkerFor(db, table);
+  absl::StatusOr<catalog::TableRef> def = node_->records->ScanStored(
+      db, table, [&](const json& key, const storage::v1::StoredRecord& row, const json& record) {
+        rows.push_back({{"key", key},
+                        {"version", row.version()},
+                        {"origin", row.origin()},
+                        {"row_generation", row.row_generation()},
+                        {"deleted", row.deleted()},
+                        {"record", record}});
+      });
+  if (!def.ok()) {
+    // No live table: what a model still needs is the name's marker.
+    const ErrorCode code = GetErrorCode(def.status());
+    if (code != ErrorCode::kTableNotFound && code != ErrorCode::kDatabaseNotFound &&
+        code != ErrorCode::kTableDropping) {
+      return def.status();
+    }
+    return JsonReply(json{{"live", false},
+                          {"dropping", code == ErrorCode::kTableDropping},
+                          {"dropped_time", marker},
+                          {"rows", json::array()}});
+  }
+  return JsonReply(json{{"live", true},
+                        {"replicate", (*def)->replicate()},
+                        {"created_time", (*def)->created_time()},
+                        {"dropped_time", marker},
+                        {"rows", std::move(rows)}});
 }
 
 // SPEC §6: a link can be cut and restored per peer. The peer need not be known: a cut made

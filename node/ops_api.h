@@ -94,6 +94,7 @@ class OpsApi {
   absl::StatusOr<Reply> FaultHits(const Fields& f) const;
   absl::StatusOr<Reply> FaultProbes(const Fields& f) const;
   absl::StatusOr<Reply> SetClock(const Fields& f) const;
+  absl::StatusOr<Reply> ReadRows(const Fields& f) const;
   absl::StatusOr<Reply> CutLink(const Fields& f) const;
   absl::StatusOr<Reply> RestoreLink(const Fields& f) const;
 

@@ -231,6 +231,18 @@ absl::StatusOr<int> Cluster::WaitExit(const std::string& name, absl::Duration ti
                absl::StrCat(name, " did not exit within ", absl::FormatDuration(timeout)));
 }
 
+std::map<std::string, int> Cluster::Reap() {
+  std::map<std::string, int> exited;
+  for (auto& [name, m] : members_) {
+    if (m.process == nullptr || m.state == NodeState::kDown) continue;
+    if (std::optional<int> code = m.process->Exited(); code.has_value()) {
+      m.state = NodeState::kDown;
+      exited[name] = *code;
+    }
+  }
+  return exited;
+}
+
 absl::Status Cluster::Pause(const std::string& name) {
   Member& m = member(name);
   if (m.state != NodeState::kRunning) {

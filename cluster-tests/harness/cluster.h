@@ -74,6 +74,9 @@ class Cluster {
   int Stop(const std::string& name);  // SIGTERM, waiting for the drain; the exit status
   // Waits for a node to exit by itself (a crash fault point); its exit status.
   absl::StatusOr<int> WaitExit(const std::string& name, absl::Duration timeout);
+  // Nodes that exited by themselves since the last look (a crash fault point fired, or a
+  // bug), each now marked down, with its exit status.
+  std::map<std::string, int> Reap();
   absl::Status Pause(const std::string& name);   // SIGSTOP
   absl::Status Resume(const std::string& name);  // SIGCONT
   // Starts a down node again on its data directory and ports (so its peers' routes still

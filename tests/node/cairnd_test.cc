@@ -1027,6 +1027,56 @@ TEST_F(CairndTest, SetClockShiftsTheWallClockAndTheHlcNeverGoesBack) {
               "within a day");
 }
 
+// Issue 19, the model checker's reads: with test hooks a write's answer carries its stamps
+// (written_as), and read_rows shows every stored row with its stamps, tombstones included,
+// and the name's marker (also once the table is gone). Without test hooks neither exists.
+TEST_F(CairndTest, TestHooksShowEveryWritesStampsAndEveryStoredRow) {
+  CreateOrders();
+  json plain = Ok({{"operation", "upsert"},
+                   {"database", "shop"},
+                   {"table", "orders"},
+                   {"records", {{{"id", 1}}}}});
+  EXPECT_FALSE(plain.contains("written_as")) << plain.dump();
+  ExpectError(node_->Post({{"operation", "read_rows"}, {"database", "shop"}, {"table", "orders"}}),
+              403, "FORBIDDEN");
+  node_->Stop(SIGTERM);
+  StartNode({"--enable-test-hooks"});
+  json up = Ok({{"operation", "upsert"},
+                {"database", "shop"},
+                {"table", "orders"},
+                {"records", {{{"id", 2}}}}});
+  ASSERT_TRUE(up.contains("written_as")) << up.dump();
+  const json& as = up["written_as"];
+  const uint64_t version = as["version"].get<uint64_t>();
+  EXPECT_EQ(HybridClock::PhysicalMs(version), up["txn_time"].get<uint64_t>());
+  EXPECT_EQ(as["origin"], "n1");
+  EXPECT_TRUE(as["replicate"].get<bool>());
+  json del = Ok({{"operation", "delete"}, {"database", "shop"}, {"table", "orders"}, {"ids", {1}}});
+  const uint64_t deleted = del["written_as"]["version"].get<uint64_t>();
+  EXPECT_GT(deleted, version);
+
+  json rows = Ok({{"operation", "read_rows"}, {"database", "shop"}, {"table", "orders"}});
+  EXPECT_TRUE(rows["live"].get<bool>());
+  EXPECT_EQ(rows["created_time"], as["row_generation"]);
+  ASSERT_EQ(rows["rows"].size(), 2u) << rows.dump();
+  const json& tombstone = rows["rows"][0];
+  EXPECT_EQ(tombstone["key"], 1);
+  EXPECT_TRUE(tombstone["deleted"].get<bool>());
+  EXPECT_EQ(tombstone["version"].get<uint64_t>(), deleted);
+  EXPECT_TRUE(tombstone["record"].is_null());
+  const json& live = rows["rows"][1];
+  EXPECT_EQ(live["key"], 2);
+  EXPECT_EQ(live["version"].get<uint64_t>(), version);
+  EXPECT_EQ(live["origin"], "n1");
+  EXPECT_EQ(live["record"]["id"], 2);
+
+  Ok({{"operation", "drop_table"}, {"database", "shop"}, {"table", "orders"}});
+  json gone = Ok({{"operation", "read_rows"}, {"database", "shop"}, {"table", "orders"}});
+  EXPECT_FALSE(gone["live"].get<bool>());
+  EXPECT_GT(gone["dropped_time"].get<uint64_t>(), deleted);
+  EXPECT_TRUE(gone["rows"].empty());
+}
+
 TEST_F(CairndTest, SigtermDrainsAnInFlightWrite) {
   node_->Stop(SIGTERM);
   StartNode({"--enable-test-hooks"});
