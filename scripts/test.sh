@@ -3,20 +3,25 @@
 #
 #   scripts/test.sh              # gcc RelWithDebInfo build in build/, all tests
 #   scripts/test.sh --sanitize   # clang + ASan/UBSan + -Wthread-safety in build-asan/, all tests
-#   scripts/test.sh --long       # also: random cluster schedules of 600 steps, fresh seeds
+#   scripts/test.sh --long       # also: random cluster schedules of 600 steps, fresh seeds,
+#                                #   then 10 more minutes of fresh seeds (cluster-tests/soak.sh)
+#   scripts/test.sh --long=60    # ... for 60 minutes
 #   scripts/test.sh -L unit      # extra arguments go to ctest (-L cluster: the scenarios)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 sanitize=0
+soak_minutes=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --sanitize) sanitize=1 ;;
-    --long)
+    --long | --long=*)
       # cluster-tests/scenarios/random_schedule_test.cc: longer schedules, new seeds each run
-      # (each test prints its seed; CAIRN_TEST_SEED=<seed> replays it).
+      # (each test prints its seed; CAIRN_TEST_SEED=<seed> replays it); then the soak.
       export CAIRN_SCHEDULE_STEPS="${CAIRN_SCHEDULE_STEPS:-600}"
       export CAIRN_FRESH_SEEDS=1
+      soak_minutes=10
+      [[ "$1" == --long=* ]] && soak_minutes="${1#--long=}"
       ;;
     *) break ;;
   esac
@@ -48,3 +53,6 @@ fi
 
 cmake --build "$build" -j "$jobs"
 ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@"
+if [ "$soak_minutes" -gt 0 ] && [ "$sanitize" = 0 ]; then
+  "$root/cluster-tests/soak.sh" --minutes "$soak_minutes" --steps "$CAIRN_SCHEDULE_STEPS"
+fi

@@ -330,6 +330,9 @@ absl::Status Cluster::Heal() {
   const auto cuts = cuts_;
   for (const auto& [a, b] : cuts) CAIRN_RETURN_IF_ERROR(Restore(a, b));
   for (const auto& [name, m] : members_) {
+    // Every node told again: a Restore that failed half-way (one side crashed, then a heal
+    // retried) must not leave the other side's cut behind.
+    CAIRN_RETURN_IF_ERROR(SyncCuts(name));
     if (options_.test_hooks) {
       CAIRN_RETURN_IF_ERROR(ClearFaults(name));
       CAIRN_RETURN_IF_ERROR(SetClock(name, absl::ZeroDuration()));

@@ -14,7 +14,7 @@
 //   (6) every live row's body is one some operation wrote (nothing invented);
 //   (7) stamps follow real time within the clock bound (R16): of two acknowledged writes by
 //       nodes whose clocks were right (no offset set within 2 s before or during either), one
-//       issued more than kClockBound after the other was acknowledged has the greater
+//       issued more than the clock bound after the other was acknowledged has the greater
 //       version. A node's HLC runs at most the bound ahead of its wall clock when it only
 //       observes stamps the bound let in; an unbounded HLC drags every node along.
 // Thread-safe: load threads and the schedule record into one model.
@@ -38,8 +38,9 @@ namespace cairn::harness {
 
 class Model {
  public:
-  // The nodes' --max-clock-offset, plus the rounding of stamps to ms.
-  static constexpr absl::Duration kClockBound = absl::Milliseconds(510);
+  // `clock_bound`: the nodes' --max-clock-offset (rule 7; infinite turns the rule off).
+  explicit Model(absl::Duration clock_bound = absl::Milliseconds(500))
+      : clock_bound_(clock_bound + absl::Milliseconds(10)) {}  // + stamps' rounding to ms
 
   // A ticket for an operation about to be sent: tickets order the issue and the end of
   // every operation of the run; `at` is when it was issued.
@@ -102,6 +103,7 @@ class Model {
   void CheckRealTimeLocked(const std::function<void(std::string)>& violation) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  const absl::Duration clock_bound_;
   mutable absl::Mutex mu_;
   uint64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<std::string, TableModel> tables_ ABSL_GUARDED_BY(mu_);  // "db.table"

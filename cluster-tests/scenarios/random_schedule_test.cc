@@ -7,7 +7,8 @@
 // node-local), drops (timed and local-only), drop_database, upserts and deletes, kills,
 // pauses, cuts, restarts, clock jumps, and once an add_node of a fresh node (a full copy under
 // load). CI runs a few fixed seeds with CAIRN_SCHEDULE_STEPS steps (default 200);
-// `scripts/test.sh --long` and cluster-tests/soak.sh run fresh seeds.
+// `scripts/test.sh --long` and cluster-tests/soak.sh run fresh seeds; CAIRN_NODE_ARGS adds
+// flags to every node (CAIRND=<path> runs another cairnd).
 //
 // Every node runs buggified (--buggify-seed, derived from the schedule's seed, with
 // --buggify-crashes; CAIRN_BUGGIFY=0 turns it off): its fault points delay, fail and crash
@@ -25,6 +26,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "cluster-tests/harness/model.h"
 #include "cluster-tests/harness/ops.h"
 #include "cluster-tests/harness/scenario.h"
@@ -101,6 +103,19 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
             << " CAIRN_SCHEDULE_STEPS=" << steps << " build/cluster-tests/random_schedule_test"
             << " --gtest_filter='Seeds/RandomScheduleTest.HealsAndConverges/0'\n";
   ClusterOptions options;
+  // Your configuration: flags for every node (CAIRND=<path> runs your cairnd).
+  absl::Duration clock_bound = absl::Milliseconds(500);
+  if (const char* extra = std::getenv("CAIRN_NODE_ARGS"); extra != nullptr) {
+    options.args = absl::StrSplit(extra, ' ', absl::SkipEmpty());
+    for (size_t i = 0; i + 1 < options.args.size(); ++i) {
+      if (options.args[i] == "--max-clock-offset") {
+        ASSERT_TRUE(options.args[i + 1] == "inf" ||
+                    absl::ParseDuration(options.args[i + 1], &clock_bound));
+        if (options.args[i + 1] == "inf") clock_bound = absl::InfiniteDuration();
+      }
+    }
+    std::cerr << "node flags: " << extra << "\n";
+  }
   options.names.clear();
   for (int i = 1; i <= initial_nodes; ++i) options.names.push_back(absl::StrCat("n", i));
   if (buggify) {
@@ -113,7 +128,7 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
   }
   ASSERT_OK(StartCluster(std::move(options)));
   Cluster& c = cluster();
-  Model model;
+  Model model(clock_bound);
   auto pick = [&](const std::vector<std::string>& from) { return from[rng() % from.size()]; };
   const std::vector<std::string> dbs = {"alpha", "beta"};
   const std::vector<std::string> tables = {"t1", "t2", "t3"};
@@ -133,8 +148,11 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
       for (int i = 0; !stopping.load(); ++i) {
         json records = json::array();
         for (int r = 0; r < 5; ++r) {
-          records.push_back({{"id", absl::StrCat("k", load_rng() % 40)},
-                             {"name", absl::StrCat("load", w, "-", i, "-", r)}});
+          // Mostly a small key space, where writes overwrite each other (D5); one key each
+          // time that is written once, so a write lost is a row missing for good.
+          const std::string key =
+              r == 0 ? absl::StrCat("w", w, "-", i) : absl::StrCat("k", load_rng() % 40);
+          records.push_back({{"id", key}, {"name", absl::StrCat("load", w, "-", i, "-", r)}});
         }
         Write(
             model, endpoints[load_rng() % endpoints.size()],
@@ -209,9 +227,12 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
       json records = json::array();
       const int n = 1 + static_cast<int>(rng() % 20);
       for (int i = 0; i < n; ++i) {
-        // A small key space, so writes on different nodes overwrite each other (D5).
-        records.push_back({{"id", absl::StrCat("k", rng() % 40)},
-                           {"name", absl::StrCat(node, "-", ++key_counter)}});
+        // A small key space, so writes on different nodes overwrite each other (D5), and a
+        // key of its own.
+        ++key_counter;
+        records.push_back(
+            {{"id", i == 0 ? absl::StrCat("s", key_counter) : absl::StrCat("k", rng() % 40)},
+             {"name", absl::StrCat(node, "-", key_counter)}});
       }
       op = ops::Upsert(db, table, records);
     } else if (action < 69) {
