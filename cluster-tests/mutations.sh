@@ -3,7 +3,9 @@
 # Each cluster-tests/mutants/*.patch re-introduces one fixed defect. For each, this script
 # builds cairnd with the patch in a scratch worktree and runs the random schedule against it
 # (CAIRND=...) on fresh seeds until one fails, up to a limit. It reports per mutant the seeds
-# and minutes it took to be caught, or that it survived.
+# and minutes it took to be caught and what failed, or that it survived. A mutant whose patch
+# header says `Catcher: TEST ARGS` is one the schedule cannot see (the header says why): the
+# script runs that unit test against it instead, and says so.
 #
 #   cluster-tests/mutations.sh                  # every mutant, up to 20 seeds each
 #   cluster-tests/mutations.sh -n 40 d86-no-echo # one mutant, up to 40 seeds
@@ -37,6 +39,27 @@ for m in "${mutants[@]}"; do
   [[ -f "$patch" ]] || { echo "no mutant $m" >&2; exit 2; }
   git -C "$scratch/src" checkout -q -- .
   git -C "$scratch/src" apply "$patch"
+  # A mutant the schedule cannot see says so in its header, and names the test that sees it.
+  catcher=$(sed -n 's/^Catcher: //p' "$patch")
+  if [[ -n "$catcher" ]]; then
+    read -r test_bin test_args <<<"$catcher"
+    echo "== mutant $m: schedule-blind; building $test_bin"
+    (
+      cd "$scratch/src"
+      export CCACHE_BASEDIR="$scratch/src" CCACHE_NOHASHDIR=1
+      [[ -f build/build.ninja ]] || cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCAIRN_BUILD_BENCH=OFF >/dev/null
+      ninja -C build "tests/$test_bin" >/dev/null
+    )
+    if "$scratch/src/build/tests/$test_bin" $test_args >"$scratch/$m.log" 2>&1; then
+      line="$m: schedule-blind, and $test_bin did NOT catch it"
+    else
+      line="$m: schedule-blind (see its header); caught by $test_bin $test_args"
+    fi
+    echo "$line"
+    report+=("$line")
+    continue
+  fi
   echo "== mutant $m: building cairnd"
   (
     cd "$scratch/src"
@@ -52,13 +75,15 @@ for m in "${mutants[@]}"; do
     if ! CAIRND="$scratch/src/build/node/cairnd" CAIRN_FRESH_SEEDS=1 \
       "$schedule" --gtest_filter='*/0' >"$log" 2>&1; then
       seed=$(grep -m1 -o 'CAIRN_TEST_SEED=[0-9]*' "$log" | cut -d= -f2)
-      caught="caught at seed $i of $max_seeds (CAIRN_TEST_SEED=$seed)"
+      # What failed: the first assertion's message (a model rule, convergence, an answer).
+      why=$(grep -m1 -A4 ': Failure$' "$log" | tail -1 | cut -c1-160)
+      caught="caught at seed $i of $max_seeds (CAIRN_TEST_SEED=$seed): $why"
       cp "$log" "$root/build/mutant-$m.log"
       break
     fi
   done
   minutes=$(awk -v s=$(($(date +%s) - start)) 'BEGIN { printf "%.1f", s / 60 }')
-  line="$m: ${caught:-SURVIVED $max_seeds seeds} in $minutes min"
+  line="$m: ${caught:-SURVIVED $max_seeds seeds}, $minutes min"
   echo "$line"
   report+=("$line")
 done
