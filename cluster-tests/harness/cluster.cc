@@ -191,12 +191,15 @@ absl::Status Cluster::Add(const std::string& name) {
     return Error(ErrorCode::kBadRequest, absl::StrCat("node '", name, "' exists"));
   }
   CAIRN_RETURN_IF_ERROR(StartMember(name, {}));
+  // Every pair is wired even when one fails (a peer that died meanwhile learns the route when
+  // the new node dials it); the first error is the answer.
+  absl::Status first;
   for (const auto& [peer, m] : members_) {
     if (peer == name) continue;
-    CAIRN_RETURN_IF_ERROR(Wire(name, peer));
-    if (m.state == NodeState::kRunning) CAIRN_RETURN_IF_ERROR(Wire(peer, name));
+    first.Update(Wire(name, peer));
+    if (m.state == NodeState::kRunning) first.Update(Wire(peer, name));
   }
-  return absl::OkStatus();
+  return first;
 }
 
 int Cluster::Kill(const std::string& name) {

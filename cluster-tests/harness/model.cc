@@ -187,14 +187,16 @@ void Model::Disrupted(const std::string& db, const std::string& table) {
   }
 }
 
+uint64_t Model::LastDisruptionLocked(const std::string& name, const TableModel& t) const {
+  auto d = db_disrupted_.find(name.substr(0, name.find('.')));
+  return std::max(t.disrupted, d == db_disrupted_.end() ? uint64_t{0} : d->second);
+}
+
 std::string Model::Summary() const {
   absl::MutexLock lock(&mu_);
   size_t acks = 0, checked = 0, right = 0;
   for (const auto& [name, t] : tables_) {
-    const size_t dot = name.find('.');
-    auto d = db_disrupted_.find(name.substr(0, dot));
-    const uint64_t since =
-        std::max(t.disrupted, d == db_disrupted_.end() ? uint64_t{0} : d->second);
+    const uint64_t since = LastDisruptionLocked(name, t);
     for (const Ack& a : t.acks) {
       ++acks;
       checked += a.issued > since ? 1 : 0;
@@ -329,10 +331,7 @@ absl::Status Model::Check(const Cluster& cluster) const {
 
   // (1): every acknowledged operation after its table's last disruption.
   for (const auto& [name, t] : tables_) {
-    const size_t dot = name.find('.');
-    auto d = db_disrupted_.find(name.substr(0, dot));
-    const uint64_t since =
-        std::max(t.disrupted, d == db_disrupted_.end() ? uint64_t{0} : d->second);
+    const uint64_t since = LastDisruptionLocked(name, t);
     for (const Ack& a : t.acks) {
       if (a.issued <= since) continue;
       const std::string what =

@@ -99,6 +99,10 @@ class Model {
   // Whether `node`'s clock was right, and had been for 2 s, all through [from, to].
   bool ClockRightLocked(const std::string& node, absl::Time from, absl::Time to) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The ticket at which the last drop or node-local create of "db.table" `name` (or
+  // drop_database of its database) ended; 0 if none.
+  uint64_t LastDisruptionLocked(const std::string& name, const TableModel& t) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Rule (7).
   void CheckRealTimeLocked(const std::function<void(std::string)>& violation) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
