@@ -52,7 +52,7 @@ for m in "${mutants[@]}"; do
       ninja -C build "tests/$test_bin" >/dev/null
     )
     if "$scratch/src/build/tests/$test_bin" $test_args >"$scratch/$m.log" 2>&1; then
-      line="$m: schedule-blind, and $test_bin did NOT catch it"
+      line="$m: schedule-blind, and $test_bin did not catch it: SURVIVED"
     else
       line="$m: schedule-blind (see its header); caught by $test_bin $test_args"
     fi
@@ -76,7 +76,8 @@ for m in "${mutants[@]}"; do
       "$schedule" --gtest_filter='*/0' >"$log" 2>&1; then
       seed=$(grep -m1 -o 'CAIRN_TEST_SEED=[0-9]*' "$log" | cut -d= -f2)
       # What failed: the first assertion's message (a model rule, convergence, an answer).
-      why=$(grep -m1 -A4 ': Failure$' "$log" | tail -1 | cut -c1-160)
+      why=$({ grep -m1 -A4 ': Failure$' "$log" || echo "- no assertion failed: a crash?"; } |
+        tail -n +2 | tr '\n' ' ' | cut -c1-240)
       caught="caught at seed $i of $max_seeds (CAIRN_TEST_SEED=$seed): $why"
       cp "$log" "$root/build/mutant-$m.log"
       break

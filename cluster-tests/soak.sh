@@ -58,15 +58,16 @@ while :; do
     result=FAILED
     failed=$((failed + 1))
   fi
-  seed=$(grep -m1 -o 'random schedule: seed [0-9]*' "$log" | awk '{print $4}')
-  nodes=$(grep -m1 -o '[0-9] nodes' "$log" | cut -d' ' -f1)
+  seed=$(grep -m1 -o 'random schedule: seed [0-9]*' "$log" | awk '{print $4}' || true)
+  nodes=$(grep -m1 -o '[0-9] nodes' "$log" | cut -d' ' -f1 || true)
   echo "run $runs: seed ${seed:-?}, ${nodes:-?} nodes, $(($(date +%s) - t0)) s: $result"
   if [[ $result == FAILED ]]; then
     cp "$log" "$out/failed-${seed:-run$runs}.log"
     grep -m1 '^replay:' "$log" || true
   fi
   # Probe lines: "  point: nodes active, hits, fired, errors".
-  sed -n '/^probes (point/,/^never fired/p' "$log" | grep '^  ' |
+  # (A run that failed before its check printed none.)
+  sed -n '/^probes (point/,/^never fired/p' "$log" | { grep '^  ' || true; } |
     awk -F'[:,]' '{gsub(/ /, "", $1); print $1 >> "'"$points"'"; if ($4 + 0 > 0) print $1 >> "'"$fired"'"}'
 done
 

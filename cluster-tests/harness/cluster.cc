@@ -133,7 +133,9 @@ absl::Status Cluster::StartMember(const std::string& name, const std::vector<std
   auto any_port = [](const std::string& address) {
     return address.substr(0, address.rfind(':')) + ":0";
   };
-  if (!p.ok() && o.peer_listen != any_port(o.peer_listen)) {
+  // A node that exited while it started (a crash fault point) is not a port clash.
+  const bool crashed = !p.ok() && absl::StrContains(p.status().message(), "cairnd exited with");
+  if (!p.ok() && !crashed && o.peer_listen != any_port(o.peer_listen)) {
     // The old ports were taken meanwhile (rare: an outbound connection's local port). Start on
     // new ones and tell every peer where the node is now.
     o.ops_listen = any_port(o.ops_listen);
@@ -190,15 +192,22 @@ absl::Status Cluster::Add(const std::string& name) {
   if (members_.count(name) > 0) {
     return Error(ErrorCode::kBadRequest, absl::StrCat("node '", name, "' exists"));
   }
+  // Until every pair is wired, Heal wires it again (a node that crashed while it started, or
+  // a peer that died meanwhile).
+  unwired_.insert(name);
   CAIRN_RETURN_IF_ERROR(StartMember(name, {}));
-  // Every pair is wired even when one fails (a peer that died meanwhile learns the route when
-  // the new node dials it); the first error is the answer.
+  return WireAll(name);
+}
+
+absl::Status Cluster::WireAll(const std::string& name) {
+  // Every pair is tried even when one fails; the first error is the answer.
   absl::Status first;
   for (const auto& [peer, m] : members_) {
     if (peer == name) continue;
     first.Update(Wire(name, peer));
     if (m.state == NodeState::kRunning) first.Update(Wire(peer, name));
   }
+  if (first.ok()) unwired_.erase(name);
   return first;
 }
 
@@ -330,6 +339,8 @@ absl::Status Cluster::Heal() {
   for (auto& [name, m] : members_) {
     if (m.state == NodeState::kDown) CAIRN_RETURN_IF_ERROR(Restart(name));
   }
+  const auto unwired = unwired_;
+  for (const std::string& name : unwired) CAIRN_RETURN_IF_ERROR(WireAll(name));
   const auto cuts = cuts_;
   for (const auto& [a, b] : cuts) CAIRN_RETURN_IF_ERROR(Restore(a, b));
   for (const auto& [name, m] : members_) {

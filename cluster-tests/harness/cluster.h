@@ -124,6 +124,9 @@ class Cluster {
   explicit Cluster(ClusterOptions options) : options_(std::move(options)) {}
   absl::Status StartMember(const std::string& name, const std::vector<std::string>& args);
   absl::Status Wire(const std::string& from, const std::string& to);
+  // Wires `name` with every node, both ways (a node that is down learns the route when
+  // `name` dials it).
+  absl::Status WireAll(const std::string& name);
   absl::Status SyncCuts(const std::string& name);
   absl::Status SetCut(const std::string& a, const std::string& b, bool cut);
   Member& member(const std::string& name);
@@ -135,6 +138,7 @@ class Cluster {
   mutable bool reported_ = false;  // a failure was reported: the directory is kept
   std::map<std::string, Member> members_;
   std::set<std::pair<std::string, std::string>> cuts_;  // (a, b) with a < b
+  std::set<std::string> unwired_;                       // added, not yet wired with every peer
 };
 
 }  // namespace cairn::harness

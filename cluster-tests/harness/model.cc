@@ -54,6 +54,7 @@ absl::StatusOr<NodeRows> ReadRows(const Cluster& cluster, const std::string& nod
       CAIRN_ASSIGN_OR_RETURN(
           json r,
           cluster.Ok(node, {{"operation", "read_rows"}, {"database", db}, {"table", name}}));
+      if (!r.value("live", false)) continue;  // dropped since describe_all: read below as absent
       NodeTable& t = out.replicated[qualified];
       t.dropped_time = r.value("dropped_time", uint64_t{0});
       for (const json& row : r["rows"]) {
@@ -173,6 +174,7 @@ void Model::Deleted(const std::string& db, const std::string& table, const Ticke
   }
   const json& as = answer.json["written_as"];
   if (!as.value("replicate", true)) return;
+  if (!answer.json.contains("deleted_hashes")) return;
   AckLocked(&tables_[absl::StrCat(db, ".", table)], answer.json["deleted_hashes"], as, issued, true,
             {});
 }

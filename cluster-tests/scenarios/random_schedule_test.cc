@@ -107,11 +107,20 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
   absl::Duration clock_bound = absl::Milliseconds(500);
   if (const char* extra = std::getenv("CAIRN_NODE_ARGS"); extra != nullptr) {
     options.args = absl::StrSplit(extra, ' ', absl::SkipEmpty());
-    for (size_t i = 0; i + 1 < options.args.size(); ++i) {
-      if (options.args[i] == "--max-clock-offset") {
-        ASSERT_TRUE(options.args[i + 1] == "inf" ||
-                    absl::ParseDuration(options.args[i + 1], &clock_bound));
-        if (options.args[i + 1] == "inf") clock_bound = absl::InfiniteDuration();
+    // The model's clock bound is the nodes' (rule 7): `--max-clock-offset D` or `=D`.
+    for (size_t i = 0; i < options.args.size(); ++i) {
+      std::string value;
+      if (options.args[i] == "--max-clock-offset" && i + 1 < options.args.size()) {
+        value = options.args[i + 1];
+      } else if (absl::StartsWith(options.args[i], "--max-clock-offset=")) {
+        value = options.args[i].substr(std::string("--max-clock-offset=").size());
+      } else {
+        continue;
+      }
+      if (value == "inf") {
+        clock_bound = absl::InfiniteDuration();
+      } else {
+        ASSERT_TRUE(absl::ParseDuration(value, &clock_bound)) << "--max-clock-offset " << value;
       }
     }
     std::cerr << "node flags: " << extra << "\n";
