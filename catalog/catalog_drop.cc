@@ -242,6 +242,10 @@ absl::Status Catalog::FinishDrop(const DatabaseLock& lock, const v1::TableRow& r
       .DeleteRange(engine_->cf(Cf::kMeta), ToSlice(storage::RowGenPrefix(generation)),
                    ToSlice(storage::RowGenPrefix(generation + 1)))
       .PermitUncheckedError();
+  batch
+      .DeleteRange(engine_->cf(Cf::kMeta), ToSlice(storage::ShadowKey(generation, "")),
+                   ToSlice(storage::ShadowKey(generation + 1, "")))
+      .PermitUncheckedError();
   if (tombstone.timed()) {
     // R14: rows of a generation newer than the drop, relayed into this one, must not die
     // with it. Every peer this node has applied rows from is asked again for the table

@@ -197,8 +197,11 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
     if (stale) continue;
     CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kApplyLocked));
 
-    // 3. Last-writer-wins per entry, in stream order (D5).
+    // 3. Last-writer-wins per entry, in stream order (D5). A row replaced by one of an older
+    //    row generation is kept aside (a shadow): a marker may yet retire the older one, and
+    //    its purge then puts the shadow back (C8, D7).
     CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &slots));
+    absl::flat_hash_map<size_t, std::vector<StoredRecord>> replaced;  // slot -> shadows to add
     for (size_t i = 0; i < entries.size(); ++i) {
       if (slot_index[i] == SIZE_MAX) continue;
       const ChangeEntry& e = entries[i];
@@ -212,6 +215,9 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
         if (cmp < 0) {
           ++stats.older;
           continue;
+        }
+        if (e.row_generation() < cur->row_generation()) {
+          replaced[slot_index[i]].push_back(*cur);
         }
       }
       s.changed = true;
@@ -245,6 +251,20 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
           .Put(engine_->cf(Cf::kMeta), ToSlice(storage::RowGenKey(generation, row_generation)),
                rocksdb::Slice())
           .PermitUncheckedError();
+    }
+    for (const auto& [index, rows] : replaced) {
+      const Slot& s = slots[index];
+      storage::v1::ShadowedRows shadows;
+      CAIRN_RETURN_IF_ERROR(
+          internal::LoadShadows(engine_, s.def->generation_id(), s.encoded_pk, &shadows));
+      internal::MergeShadows(rows, s.next, &shadows);
+      const std::string key = storage::ShadowKey(s.def->generation_id(), s.encoded_pk);
+      if (shadows.rows_size() == 0) {
+        batch.Delete(engine_->cf(Cf::kMeta), ToSlice(key)).PermitUncheckedError();
+      } else {
+        batch.Put(engine_->cf(Cf::kMeta), ToSlice(key), shadows.SerializeAsString())
+            .PermitUncheckedError();
+      }
     }
     CAIRN_ASSIGN_OR_RETURN(storage::ChangeLog::Reservation seqs,
                            EmitSlots(engine_, log_, db, slots, &batch));

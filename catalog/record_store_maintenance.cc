@@ -2,6 +2,7 @@
 // generations, both resumable after a crash.
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -197,10 +198,57 @@ absl::StatusOr<uint64_t> RecordStore::PurgeRowsBefore(const TableRef& def, Hlc m
     CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &slots));
     rocksdb::WriteBatch batch;
     int64_t live_removed = 0;
+    std::vector<Slot> restored;      // dead rows that a surviving shadow replaces
+    restored.reserve(slots.size());  // never moved once filled: next_json points into each
     for (Slot& s : slots) {
       if (!s.stored || !IsDeadGeneration(s.original.row_generation(), marker)) continue;
-      // The row died with its generation (C8, D7): remove it outright. A relayed copy that
-      // arrives later is refused by the same rule.
+      ++purged;
+      // The row died with its generation (C8, D7). If it had replaced a row of a generation
+      // the marker leaves alive (a shadow), the newest such row takes its place, logged
+      // again for the peers; it may be the only copy of an acknowledged write.
+      storage::v1::ShadowedRows shadows;
+      CAIRN_RETURN_IF_ERROR(
+          internal::LoadShadows(engine_, def->generation_id(), s.encoded_pk, &shadows));
+      const StoredRecord* best = nullptr;
+      for (const StoredRecord& r : shadows.rows()) {
+        if (IsDeadGeneration(r.row_generation(), marker)) continue;
+        if (best == nullptr || internal::CompareVersions(r.version(), r.origin(), best->version(),
+                                                         best->origin()) > 0) {
+          best = &r;
+        }
+      }
+      const std::string shadow_key = storage::ShadowKey(def->generation_id(), s.encoded_pk);
+      if (best != nullptr) {
+        storage::v1::ShadowedRows rest;
+        for (const StoredRecord& r : shadows.rows()) {
+          if (&r != best && !IsDeadGeneration(r.row_generation(), marker)) *rest.add_rows() = r;
+        }
+        internal::MergeShadows({}, *best, &rest);
+        if (rest.rows_size() > 0) {
+          batch.Put(engine_->cf(Cf::kMeta), ToSlice(shadow_key), rest.SerializeAsString())
+              .PermitUncheckedError();
+        } else {
+          batch.Delete(engine_->cf(Cf::kMeta), ToSlice(shadow_key)).PermitUncheckedError();
+        }
+        if (best->row_generation() != def->created_time()) {
+          // Noted like an applied row of another generation, for the next marker's purge.
+          batch
+              .Put(engine_->cf(Cf::kMeta),
+                   ToSlice(storage::RowGenKey(def->generation_id(), best->row_generation())),
+                   rocksdb::Slice())
+              .PermitUncheckedError();
+        }
+        Slot& back = restored.emplace_back(std::move(s));
+        back.changed = true;
+        back.next = *best;
+        back.SetNext(best->deleted() ? json() : ParseStored(best->json()));  // after the move
+        continue;
+      }
+      if (shadows.rows_size() > 0) {
+        batch.Delete(engine_->cf(Cf::kMeta), ToSlice(shadow_key)).PermitUncheckedError();
+      }
+      // Nothing to put back: remove it outright. A relayed copy that arrives later is refused
+      // by the same rule.
       if (s.original_live) {
         for (const std::string& k : internal::IndexKeys(*def, s.original_json, s.encoded_pk)) {
           batch.Delete(engine_->cf(Cf::kIndexes), ToSlice(k)).PermitUncheckedError();
@@ -208,13 +256,20 @@ absl::StatusOr<uint64_t> RecordStore::PurgeRowsBefore(const TableRef& def, Hlc m
         ++live_removed;
       }
       batch.Delete(engine_->cf(Cf::kRecords), ToSlice(s.key)).PermitUncheckedError();
-      ++purged;
     }
     if (live_removed > 0) {
       batch
           .Merge(engine_->cf(Cf::kMeta), ToSlice(storage::CountKey(def->generation_id())),
                  storage::EncodeCountDelta(-live_removed))
           .PermitUncheckedError();
+    }
+    // Held until the batch commits (EmitSlots).
+    std::optional<storage::ChangeLog::Reservation> seqs;
+    if (!restored.empty()) {
+      absl::StatusOr<storage::ChangeLog::Reservation> r =
+          internal::EmitSlots(engine_, log_, def->database(), restored, &batch);
+      if (!r.ok()) return r.status();
+      seqs.emplace(std::move(*r));
     }
     CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
   }

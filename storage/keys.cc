@@ -151,6 +151,13 @@ std::string RowGenKey(uint64_t generation, uint64_t row_generation) {
   return k;
 }
 
+std::string ShadowKey(uint64_t generation, absl::string_view encoded_pk) {
+  std::string k = "shadow/";
+  PutBigEndian64(generation, &k);
+  k.append(encoded_pk.data(), encoded_pk.size());
+  return k;
+}
+
 std::string PurgeKey(uint64_t generation) {
   std::string k(kPurgePrefix);
   PutBigEndian64(generation, &k);

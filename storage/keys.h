@@ -95,6 +95,9 @@ inline constexpr absl::string_view kCursorPrefix = "cursor/";
 std::string RowGenKey(uint64_t generation, uint64_t row_generation);
 std::string RowGenPrefix(uint64_t generation);
 std::string PurgeKey(uint64_t generation);
+// "shadow/<generation BE64><encoded pk>" -> ShadowedRows: rows a peer row of an older row
+// generation replaced (SPEC C8, D7); removed with the generation.
+std::string ShadowKey(uint64_t generation, absl::string_view encoded_pk);
 inline constexpr absl::string_view kPurgePrefix = "purge/";
 std::string RefetchKey(absl::string_view db, absl::string_view table, absl::string_view peer);
 // "echo/<db>\0<table>": this node dropped its copy of the replicated table locally (decision

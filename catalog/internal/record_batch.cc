@@ -18,6 +18,7 @@ using nlohmann::json;
 using storage::Cf;
 using storage::ToSlice;
 using storage::v1::ChangeEntry;
+using storage::v1::StoredRecord;
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
@@ -38,6 +39,39 @@ absl::Status ScanCheckpoint::Visit() {
   if (def_.state()->dropping()) {
     return Error(ErrorCode::kTableDropping,
                  absl::StrCat("table '", def_.QualifiedName(), "' is being dropped"));
+  }
+  return absl::OkStatus();
+}
+
+void MergeShadows(const std::vector<StoredRecord>& replaced, const StoredRecord& current,
+                  storage::v1::ShadowedRows* shadows) {
+  std::vector<StoredRecord> all(shadows->rows().begin(), shadows->rows().end());
+  all.insert(all.end(), replaced.begin(), replaced.end());
+  auto beats = [](const StoredRecord& a, const StoredRecord& b) {
+    return a.row_generation() >= b.row_generation() &&
+           CompareVersions(a.version(), a.origin(), b.version(), b.origin()) > 0;
+  };
+  shadows->clear_rows();
+  for (size_t i = 0; i < all.size(); ++i) {
+    bool beaten = beats(current, all[i]);
+    for (size_t j = 0; j < all.size() && !beaten; ++j) {
+      // Equal rows (the same write twice) keep the first.
+      beaten = j != i && (beats(all[j], all[i]) || (j < i && all[j].version() == all[i].version() &&
+                                                    all[j].origin() == all[i].origin()));
+    }
+    if (!beaten) *shadows->add_rows() = all[i];
+  }
+}
+
+absl::Status LoadShadows(storage::Engine* engine, uint64_t generation, absl::string_view encoded_pk,
+                         storage::v1::ShadowedRows* shadows) {
+  shadows->Clear();
+  std::string value;
+  bool found = false;
+  CAIRN_RETURN_IF_ERROR(
+      engine->Get(Cf::kMeta, storage::ShadowKey(generation, encoded_pk), &value, &found));
+  if (found && !shadows->ParseFromString(value)) {
+    return absl::DataLossError("unreadable shadow rows");
   }
   return absl::OkStatus();
 }

@@ -78,6 +78,20 @@ struct Slot {
   }
 };
 
+// Shadows (storage::ShadowKey, SPEC C8, D7): rows that a peer row of an OLDER row generation
+// replaced under last-writer-wins. Until a marker says which generations live, either may be
+// the one that counts; when a purge removes the replacing row, the newest surviving shadow
+// takes its place, so a retired generation's write never erases a live one.
+//
+// Adds `replaced` to `*shadows` and keeps only rows no other (`current` included) beats with
+// an equal or newer row generation and a greater (version, origin): whatever retires such a
+// row retires nothing that beats it.
+void MergeShadows(const std::vector<storage::v1::StoredRecord>& replaced,
+                  const storage::v1::StoredRecord& current, storage::v1::ShadowedRows* shadows);
+// The shadows of one record key; empty if none.
+absl::Status LoadShadows(storage::Engine* engine, uint64_t generation, absl::string_view encoded_pk,
+                         storage::v1::ShadowedRows* shadows);
+
 // Reads the stored rows of `slots` in one MultiGet.
 absl::Status LoadSlots(storage::Engine* engine, std::vector<Slot>* slots,
                        const rocksdb::Snapshot* snapshot = nullptr);

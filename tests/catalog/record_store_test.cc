@@ -732,6 +732,74 @@ TEST_F(RecordStoreTest, C8_MarkerPurgesOlderRowGenerationsFromAKeptTable) {
   ExpectIndexConsistent("t");
 }
 
+// C8, D5, D7, found by the random schedule's model (a seed of 2026-12-01): a relayed row of
+// an older generation, applied before its marker, beat a row of the kept generation under
+// last-writer-wins; the marker's purge then removed the key outright, and the write it had
+// replaced (acknowledged, and nowhere else) was gone from every node. The purge now puts back
+// the newest replaced row whose generation the marker leaves alive, and logs it for the peers.
+TEST_F(RecordStoreTest, C8_APurgedRowGivesBackTheLiveRowItReplaced) {
+  ASSERT_OK(catalog().ApplyPeerTable({"db", "t", 1000, "id", {{"v", v1::ANY, true}}, false}));
+  // k: a write of the kept generation, then a later one of a generation about to die.
+  // d: deleted in the kept generation, then written by the dying one.
+  // m: replaced twice, by generation 900 (which survives marker 800, not 950) and by 500.
+  // x: only ever written by the dying generation.
+  ASSERT_OK(Apply({Put("t", "k", 10, "p", 1000, {{"id", "k"}, {"v", "live"}}),
+                   Put("t", "d", 11, "p", 1000, {{"id", "d"}, {"v", "live"}}),
+                   Del("t", "d", 12, "p", 1000),
+                   Put("t", "m", 13, "p", 1000, {{"id", "m"}, {"v", "a"}})}));
+  ASSERT_OK(Apply({Put("t", "k", 20, "q", 500, {{"id", "k"}, {"v", "dead"}}),
+                   Put("t", "d", 21, "q", 500, {{"id", "d"}, {"v", "dead"}}),
+                   Put("t", "m", 22, "r", 900, {{"id", "m"}, {"v", "b"}}),
+                   Put("t", "m", 23, "q", 500, {{"id", "m"}, {"v", "c"}}),
+                   Put("t", "x", 24, "q", 500, {{"id", "x"}, {"v", "dead"}})}));
+  EXPECT_EQ(ById("t", json::array({"k"}))[0]["v"], "dead");  // LWW, until the marker
+  const size_t logged = Log().size();
+
+  auto r = records().ApplyPeerDrop("db", "t", 800);  // keeps t (1000); 500 dies, 900 lives
+  ASSERT_OK(r);
+  EXPECT_EQ(*r, PeerDropResult::kKept);
+  auto value = [&](const char* id) -> json {
+    std::vector<json> got = ById("t", json::array({id}));
+    return got.empty() ? json() : got[0]["v"];
+  };
+  EXPECT_EQ(value("k"), "live");
+  EXPECT_EQ(value("d"), json()) << "the delete it replaced stands";
+  EXPECT_EQ(value("m"), "b") << "the newest surviving row it replaced";
+  EXPECT_EQ(value("x"), json());
+  EXPECT_EQ(Count("t"), 2u);
+  ExpectIndexConsistent("t");
+  // The rows put back go to the peers again, under their own stamps.
+  std::map<std::string, std::pair<Hlc, std::string>> relogged;
+  const std::vector<ChangeEntry> log = Log();
+  for (size_t i = logged; i < log.size(); ++i) {
+    json pk;
+    ASSERT_TRUE(storage::DecodePrimaryKey(log[i].key(), &pk));
+    relogged[pk.get<std::string>()] = {log[i].version(), log[i].origin()};
+  }
+  EXPECT_EQ(relogged, (std::map<std::string, std::pair<Hlc, std::string>>{
+                          {"k", {10, "p"}}, {"d", {12, "p"}}, {"m", {22, "r"}}}));
+
+  // A later marker retires 900 as well, and m's first row comes back.
+  ASSERT_OK(records().ApplyPeerDrop("db", "t", 950));
+  EXPECT_EQ(value("m"), "a");
+  EXPECT_EQ(value("k"), "live");
+  ExpectIndexConsistent("t");
+
+  // Shadows go with their generation (C9).
+  ASSERT_OK(Apply({Put("t", "k", 30, "q", 960, {{"id", "k"}, {"v", "kept aside"}})}));
+  const uint64_t generation = Live("db", "t")->generation_id();
+  auto shadows = [&] {
+    int n = 0;
+    auto it = node_->engine->NewIterator(storage::Cf::kMeta);
+    const std::string prefix = storage::ShadowKey(generation, "");
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) ++n;
+    return n;
+  };
+  EXPECT_EQ(shadows(), 1);
+  ASSERT_OK(catalog().DropTable("db", "t"));
+  EXPECT_EQ(shadows(), 0);
+}
+
 // C9: a drop cancels a running scan instead of waiting for it to finish.
 TEST_F(RecordStoreTest, C9_DropCancelsRunningScan) {
   ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"v"})));
