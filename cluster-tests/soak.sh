@@ -33,10 +33,7 @@ schedule="$root/build/cluster-tests/random_schedule_test"
 [[ -x "$schedule" ]] || { echo "build the tests first (scripts/test.sh)" >&2; exit 2; }
 out="$root/build/soak"
 mkdir -p "$out"
-fired="$out/fired.txt"
-points="$out/points.txt"
-: >"$fired"
-: >"$points"
+rm -f "$out"/run-*.log
 
 start=$(date +%s)
 deadline=$((start + minutes * 60))
@@ -65,13 +62,10 @@ while :; do
     cp "$log" "$out/failed-${seed:-run$runs}.log"
     grep -m1 '^replay:' "$log" || true
   fi
-  # Probe lines: "  point: nodes active, hits, fired, errors".
-  # (A run that failed before its check printed none.)
-  sed -n '/^probes (point/,/^never fired/p' "$log" | { grep '^  ' || true; } |
-    awk -F'[:,]' '{gsub(/ /, "", $1); print $1 >> "'"$points"'"; if ($4 + 0 > 0) print $1 >> "'"$fired"'"}'
+  cp "$log" "$out/run-$runs.log"
 done
 
 echo "== soak: $runs seed(s) of $steps steps in $(( ($(date +%s) - start) / 60 )) min, $failed failed"
-blind=$(sort -u "$points" | comm -23 - <(sort -u "$fired") | tr '\n' ' ')
-echo "points that fired in no run: ${blind:-none}"
+"$root/cluster-tests/probes.sh" "$out"/run-*.log
+rm -f "$out"/run-*.log
 [[ $failed -eq 0 ]]

@@ -53,6 +53,10 @@ fi
 
 cmake --build "$build" -j "$jobs"
 ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@"
+# What the random schedule's seeds opened: ctest keeps passing tests' output in its log.
+if [ -f "$build/Testing/Temporary/LastTest.log" ]; then
+  "$root/cluster-tests/probes.sh" "$build/Testing/Temporary/LastTest.log"
+fi
 if [ "$soak_minutes" -gt 0 ] && [ "$sanitize" = 0 ]; then
   "$root/cluster-tests/soak.sh" --minutes "$soak_minutes" --steps "$CAIRN_SCHEDULE_STEPS"
 fi
