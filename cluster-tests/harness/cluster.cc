@@ -284,6 +284,10 @@ absl::Status Cluster::Restart(const std::string& name, const std::vector<std::st
   return StartMember(name, args);
 }
 
+void Cluster::EditArgs(const std::function<void(std::vector<std::string>* args)>& edit) {
+  for (auto& [name, m] : members_) edit(&m.options.args);
+}
+
 absl::Status Cluster::SetFault(const std::string& name, const std::string& spec) {
   return Ok(name, {{"operation", "set_fault"}, {"fault", spec}}).status();
 }

@@ -83,6 +83,8 @@ class Cluster {
   // reach it); `args` are added for this run only. Cuts involving it are made again (also
   // after Resume).
   absl::Status Restart(const std::string& name, const std::vector<std::string>& args = {});
+  // Changes the flags every node starts with from its next start on (each node's own args).
+  void EditArgs(const std::function<void(std::vector<std::string>* args)>& edit);
 
   absl::Status SetFault(const std::string& name, const std::string& spec);  // "point=action"
   // Also ends buggify (--buggify-seed) on the node.
