@@ -97,10 +97,20 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
   const int steps = EnvInt("CAIRN_SCHEDULE_STEPS", 200);
   const bool buggify = EnvInt("CAIRN_BUGGIFY", 1) != 0;
   std::mt19937_64 rng(seed_);
-  const int initial_nodes = 3 + static_cast<int>(rng() % 3);
+  // 3-5 nodes as the seed picks (the draw is made either way, so CAIRN_SCHEDULE_NODES keeps
+  // the rest of the seed's schedule).
+  int initial_nodes = 3 + static_cast<int>(rng() % 3);
+  if (const int n = EnvInt("CAIRN_SCHEDULE_NODES", 0); n >= 2 && n <= 5) initial_nodes = n;
+  const bool crashes = EnvInt("CAIRN_BUGGIFY_CRASHES", 1) != 0;
+  std::string knobs;  // what else the replay needs
+  for (const char* knob : {"CAIRN_SCHEDULE_NODES", "CAIRN_BUGGIFY_CRASHES", "CAIRN_BUGGIFY"}) {
+    if (const char* v = std::getenv(knob); v != nullptr) absl::StrAppend(&knobs, knob, "=", v, " ");
+  }
   std::cerr << "random schedule: seed " << seed_ << ", " << steps << " steps, " << initial_nodes
-            << " nodes" << (buggify ? ", buggified" : "") << "\nreplay: CAIRN_TEST_SEED=" << seed_
-            << " CAIRN_SCHEDULE_STEPS=" << steps << " build/cluster-tests/random_schedule_test"
+            << " nodes" << (buggify ? ", buggified" : "")
+            << (buggify && !crashes ? " without crashes" : "") << "\nreplay: " << knobs
+            << "CAIRN_TEST_SEED=" << seed_ << " CAIRN_SCHEDULE_STEPS=" << steps
+            << " build/cluster-tests/random_schedule_test"
             << " --gtest_filter='Seeds/RandomScheduleTest.HealsAndConverges/0'\n";
   ClusterOptions options;
   // Your configuration: flags for every node (CAIRND=<path> runs your cairnd).
@@ -129,10 +139,10 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
   for (int i = 1; i <= initial_nodes; ++i) options.names.push_back(absl::StrCat("n", i));
   if (buggify) {
     // One buggify seed per node, from the schedule's; kept across the node's restarts.
-    options.configure = [this](const std::string& name, CairndOptions* o) {
+    options.configure = [this, crashes](const std::string& name, CairndOptions* o) {
       o->args.push_back("--buggify-seed");
       o->args.push_back(absl::StrCat(seed_ * 1000 + std::hash<std::string>{}(name) % 1000 + 1));
-      o->args.push_back("--buggify-crashes");
+      if (crashes) o->args.push_back("--buggify-crashes");
     };
   }
   // A node may crash at a buggified point while the cluster is wired: start it again.
