@@ -231,7 +231,7 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
   // buggified point before its buggify ends: restart it and heal again.
   auto heal = [&](int step) {
     absl::Status healed;
-    for (int attempt = 0; attempt < 5; ++attempt) {
+    for (int attempt = 0; attempt < 10; ++attempt) {
       reap(step);
       healed = c.Heal();
       if (healed.ok()) break;
