@@ -35,7 +35,8 @@ struct NodeRows {
   std::map<std::string, NodeTable> replicated;  // "db.table"
   std::set<std::string> local;                  // node-local "db.table" (C11)
   std::map<std::string, uint64_t> absent;       // "db.table" without a live table -> marker
-  json connections = json::array();             // cluster_status
+  bool dropping = false;             // a name whose drop failed mid-way waits for a retry (C9)
+  json connections = json::array();  // cluster_status
 };
 
 // `names`: every "db.table" the model knows, whose markers are read where no table is live.
@@ -74,6 +75,7 @@ absl::StatusOr<NodeRows> ReadRows(const Cluster& cluster, const std::string& nod
                                                      {"database", name.substr(0, dot)},
                                                      {"table", name.substr(dot + 1)}}));
     out.absent[name] = r.value("dropped_time", uint64_t{0});
+    out.dropping = out.dropping || r.value("dropping", false);
   }
   CAIRN_ASSIGN_OR_RETURN(json status, cluster.Ok(node, {{"operation", "cluster_status"}}));
   out.connections = status["connections"];
@@ -271,8 +273,11 @@ absl::Status Model::Check(const Cluster& cluster) const {
       if (c.value("parked_entries", json(1)) != 0) {
         violation(absl::StrCat("(5) ", n, " holds entries of ", peer, " parked: ", c.dump()));
       }
-      // A node-local table shadowing a replicated one keeps two schemas apart for good (C11).
-      if (rows.local.empty() && p->second.local.empty() && !c.value("schema_in_sync", false)) {
+      // A node-local table shadowing a replicated one keeps two schemas apart for good (C11),
+      // and so does a drop that failed mid-way until it is retried (C9).
+      const bool apart =
+          !rows.local.empty() || !p->second.local.empty() || rows.dropping || p->second.dropping;
+      if (!apart && !c.value("schema_in_sync", false)) {
         violation(absl::StrCat("(4) ", n, "'s schema is not in sync with ", peer));
       }
     }

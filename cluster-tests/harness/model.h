@@ -9,7 +9,8 @@
 //       least the name's drop marker (C6, D7);
 //   (3) every node holding a replicated table holds the same live rows under the same
 //       version and origin (D4);
-//   (4) every link has lag 0 and, between nodes without node-local tables, schema in sync;
+//   (4) every link has lag 0 and, between nodes without node-local tables or a drop left
+//       half-done (C9: it waits for a retry), schema in sync;
 //   (5) no entry is parked (R17);
 //   (6) every live row's body is one some operation wrote (nothing invented);
 //   (7) stamps follow real time within the clock bound (R16): of two acknowledged writes by
