@@ -58,11 +58,11 @@ absl::Status ParseFaultSpec(absl::string_view spec, std::string* name, FaultActi
 
 // Buggify (FoundationDB's name for it). The seed decides which points are active in this
 // run (each with probability `active_probability`) and, per active point, how often it fires
-// (one of 1 %, 10 %, 50 % of its hits; a PointInfo::hot point at most 1 %). A firing is a delay drawn from a heavy-tailed
-// distribution (most under a millisecond, 1 in 200 between 0.5 and `max_delay`), or, where
-// the point handles errors (fault_points::PointInfo), an injected error one time in four,
-// or, with `crashes`, a crash one firing in `crash_one_in`. A point armed with Set() acts
-// as armed instead.
+// (one of 1 %, 10 %, 50 % of its hits; a PointInfo::hot point at most 1 %). A firing is a delay
+// drawn from a heavy-tailed distribution (most under a millisecond, 1 in 200 between 0.5 and
+// `max_delay`), or, where the point handles errors (fault_points::PointInfo), an injected error one
+// time in four, or, with `crashes`, a crash one firing in `crash_one_in`. A point armed with Set()
+// acts as armed instead.
 struct BuggifyOptions {
   uint64_t seed = 0;
   double active_probability = 0.5;
