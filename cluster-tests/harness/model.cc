@@ -181,6 +181,15 @@ void Model::Deleted(const std::string& db, const std::string& table, const Ticke
             {});
 }
 
+void Model::Answered(const json& op, const Ticket& issued, const HttpAnswer& answer) {
+  const std::string db = op.value("database", ""), table = op.value("table", "");
+  if (op.value("operation", "") == "delete") {
+    Deleted(db, table, issued, answer);
+  } else {
+    Wrote(db, table, issued, op.value("records", json::array()), answer);
+  }
+}
+
 void Model::Disrupted(const std::string& db, const std::string& table) {
   absl::MutexLock lock(&mu_);
   const uint64_t ended = next_ticket_++;

@@ -63,6 +63,8 @@ class Model {
              const nlohmann::json& records, const HttpAnswer& answer);
   void Deleted(const std::string& db, const std::string& table, const Ticket& issued,
                const HttpAnswer& answer);
+  // Wrote or Deleted, as `op` (a write or delete request body) says.
+  void Answered(const nlohmann::json& op, const Ticket& issued, const HttpAnswer& answer);
   // A drop, a local-only drop or a node-local create of db.table (table empty: every table
   // of db, for drop_database) just ended, whatever its answer: writes issued before now may
   // rightly be gone.

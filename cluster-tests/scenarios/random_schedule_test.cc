@@ -80,12 +80,7 @@ std::vector<std::string> ReportProbes(Cluster& c) {
 HttpAnswer Write(Model& model, const OpsEndpoint& to, const json& op, absl::Duration timeout) {
   const Model::Ticket ticket = model.Issue();
   HttpAnswer a = to.Post(op, timeout);
-  const std::string db = op["database"], table = op["table"];
-  if (op["operation"] == "delete") {
-    model.Deleted(db, table, ticket, a);
-  } else {
-    model.Wrote(db, table, ticket, op["records"], a);
-  }
+  model.Answered(op, ticket, a);
   return a;
 }
 
@@ -360,10 +355,8 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
       const Model::Ticket ticket = model.Issue();
       HttpAnswer a = c.Op(node, op);
       const std::string name = op["operation"];
-      if (name == "upsert") {
-        model.Wrote(db, table, ticket, op["records"], a);
-      } else if (name == "delete") {
-        model.Deleted(db, table, ticket, a);
+      if (name == "upsert" || name == "delete") {
+        model.Answered(op, ticket, a);
       } else if (disrupts) {
         model.Disrupted(db, name == "drop_database" ? "" : table);
       }
