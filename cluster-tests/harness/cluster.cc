@@ -292,6 +292,10 @@ absl::Status Cluster::SetFault(const std::string& name, const std::string& spec)
   return Ok(name, {{"operation", "set_fault"}, {"fault", spec}}).status();
 }
 
+bool Cluster::IsCut(const std::string& a, const std::string& b) const {
+  return cuts_.count(Ordered(a, b)) > 0;
+}
+
 absl::Status Cluster::ClearFaults(const std::string& name) {
   return Ok(name, {{"operation", "clear_fault"}}).status();
 }

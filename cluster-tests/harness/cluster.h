@@ -95,6 +95,7 @@ class Cluster {
   // A partition between a and b: each side cuts the other (SPEC §6). Held across restarts.
   absl::Status Cut(const std::string& a, const std::string& b);
   absl::Status Restore(const std::string& a, const std::string& b);
+  bool IsCut(const std::string& a, const std::string& b) const;
   // Resumes paused nodes, restarts down ones, restores every cut, clears every fault (and
   // buggify) and sets every clock right.
   absl::Status Heal();

@@ -30,6 +30,7 @@
 #include "cluster-tests/harness/model.h"
 #include "cluster-tests/harness/ops.h"
 #include "cluster-tests/harness/scenario.h"
+#include "cluster-tests/harness/windows.h"
 
 namespace cairn::harness {
 namespace {
@@ -98,7 +99,8 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
   if (const int n = EnvInt("CAIRN_SCHEDULE_NODES", 0); n >= 2 && n <= 5) initial_nodes = n;
   const bool crashes = EnvInt("CAIRN_BUGGIFY_CRASHES", 1) != 0;
   std::string knobs;  // what else the replay needs
-  for (const char* knob : {"CAIRN_SCHEDULE_NODES", "CAIRN_BUGGIFY_CRASHES", "CAIRN_BUGGIFY"}) {
+  for (const char* knob : {"CAIRN_SCHEDULE_NODES", "CAIRN_BUGGIFY_CRASHES", "CAIRN_BUGGIFY",
+                           "CAIRN_WINDOW_OPENERS", "CAIRN_WINDOW_OPENER"}) {
     if (const char* v = std::getenv(knob); v != nullptr) absl::StrAppend(&knobs, knob, "=", v, " ");
   }
   std::cerr << "random schedule: seed " << seed_ << ", " << steps << " steps, " << initial_nodes
@@ -233,6 +235,13 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
     }
     return healed;
   };
+  // Window openers (harness/windows.h) draw from their own stream too, and take about one
+  // step in 33: each makes one sequence of events happen around a slow point that random steps
+  // almost never line up (CAIRN_WINDOW_OPENERS: percent of steps; 0 turns them off).
+  std::mt19937_64 opener_rng(seed_ ^ 0x0be9e5);
+  const int opener_percent = EnvInt("CAIRN_WINDOW_OPENERS", 3);
+  const char* only_opener = std::getenv("CAIRN_WINDOW_OPENER");  // one of them only
+  WindowOpeners windows(c, model, expected_errors, buggify);
   int key_counter = 0;
   bool added = false;
   for (int step = 0; step < steps && !HasFailure(); ++step) {
@@ -266,6 +275,14 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
         SCHEDULE_OK(c.Resume(pick(paused)));
       }
       continue;
+    }
+    if (opener_rng() % 100 < static_cast<uint64_t>(opener_percent)) {
+      absl::StatusOr<std::string> opened =
+          windows.RunOne(opener_rng, up[opener_rng() % up.size()], step,
+                         only_opener != nullptr ? only_opener : "");
+      ASSERT_OK(opened) << "step " << step;
+      std::cerr << "step " << step << ": " << *opened << "\n";
+      continue;  // the opener was this step
     }
     const std::string node = pick(up);
     const std::string db = pick(dbs), table = pick(tables);

@@ -1,0 +1,374 @@
+#include "cluster-tests/harness/windows.h"
+
+#include <algorithm>
+#include <future>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "cluster-tests/harness/ops.h"
+#include "common/status.h"
+
+namespace cairn::harness {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kCrashExit = 85;  // common/fault.h
+
+json Create(const std::string& table) {
+  return ops::CreateTable(WindowOpeners::kDatabase, table, {{"id", "ID"}, {"name", "String"}});
+}
+
+json Write(const std::string& table, const std::string& key) {
+  return ops::Upsert(WindowOpeners::kDatabase, table, json::array({{{"id", key}, {"name", key}}}));
+}
+
+// Stops the opener (returns its description) unless `expr`, an absl::StatusOr<bool> from
+// Accept or Send, said go on; a finding is returned as it is.
+#define OPENER_GO_ON(expr, what)                                         \
+  do {                                                                   \
+    absl::StatusOr<bool> _go = (expr);                                   \
+    if (!_go.ok()) {                                                     \
+      Undo();                                                            \
+      return _go.status();                                               \
+    }                                                                    \
+    if (!*_go) {                                                         \
+      Undo();                                                            \
+      return absl::StrCat(what, " (stopped: a step failed as allowed)"); \
+    }                                                                    \
+  } while (false)
+
+}  // namespace
+
+const std::vector<std::string>& WindowOpeners::Names() {
+  static const auto* names =
+      new std::vector<std::string>{"slow-sender", "failed-commit", "slow-search", "old-generation"};
+  return *names;
+}
+
+absl::StatusOr<std::string> WindowOpeners::RunOne(std::mt19937_64& rng, const std::string& node,
+                                                  int step, const std::string& only) {
+  const std::vector<std::string>& names = Names();
+  size_t kind = rng() % names.size();
+  if (!only.empty()) {
+    kind = std::find(names.begin(), names.end(), only) - names.begin();
+    if (kind == names.size()) return Error(ErrorCode::kBadRequest, "no window opener " + only);
+  }
+  switch (kind) {
+    case 0:
+      return SchemaChangeUnderSlowSender(node, step);
+    case 1:
+      return RestartAfterFailedCommit(node, rng, step);
+    case 2:
+      return DropDuringSlowSearch(node, step);
+    default:
+      return OldGenerationMeetsItsMarker(node, rng, step);
+  }
+}
+
+// R15: a sender reads its change log against the catalog snapshot it took just before. A
+// table created (and written) after that snapshot has entries the snapshot cannot resolve:
+// the sender must end its batch before them and send a newer snapshot first, never skip
+// them. Once one of x's senders has taken its snapshot and sits before its log read, the
+// create and the writes land in that gap.
+absl::StatusOr<std::string> WindowOpeners::SchemaChangeUnderSlowSender(const std::string& x,
+                                                                       int step) {
+  const std::string table = absl::StrCat("n", step);
+  const std::string point = "replication.send.after_snapshot";
+  const std::string what = absl::StrCat("opener: ", x, " creates and writes ", kDatabase, ".",
+                                        table, " under a slow sender");
+  if (!Arm(x, point + "=delay:1s")) {
+    Undo();
+    return what + " (stopped: could not arm)";
+  }
+  const int64_t hits = FaultHits(x, point);
+  // A sender looks at least once a second, also with nothing to send.
+  if (!Poll([&] { return FaultHits(x, point) > hits; }, absl::Seconds(5))) {
+    Undo();
+    return what + " (stopped: no sender came by)";
+  }
+  OPENER_GO_ON(Send(x, Create(table)), what);
+  for (int i = 0; i < 3; ++i) {
+    OPENER_GO_ON(Send(x, Write(table, absl::StrCat(table, "-", i))), what);
+  }
+  Undo();
+  return what;
+}
+
+// R15, ChangeLog invariant (2): a sequence number whose commit failed is a gap a peer's
+// cursor may pass; after a restart it must not be handed out again, or the peer never asks
+// for the write that reuses it. The failed write is the database's last (no load writes
+// kDatabase), the kill follows once a peer's cursor passed it, and the restarted node writes.
+absl::StatusOr<std::string> WindowOpeners::RestartAfterFailedCommit(const std::string& x,
+                                                                    std::mt19937_64& rng,
+                                                                    int step) {
+  const std::string table = absl::StrCat("q", step);
+  std::string what = absl::StrCat("opener: ", x, " fails a commit to ", kDatabase, ".", table,
+                                  ", restarts and writes");
+  std::vector<std::string> peers;
+  for (const std::string& n : c_.running()) {
+    if (n != x && !c_.IsCut(n, x)) peers.push_back(n);
+  }
+  if (peers.empty()) return what + " (stopped: no linked peer)";
+  const std::string y = peers[rng() % peers.size()];
+  absl::StrAppend(&what, ", watched by ", y);
+  OPENER_GO_ON(Send(x, Create(table)), what);
+  OPENER_GO_ON(Send(x, Write(table, absl::StrCat(table, "-0"))), what);
+  const bool arrived = Poll(
+      [&] {
+        absl::StatusOr<std::set<std::string>> keys = ops::Keys(c_, y, kDatabase, table);
+        return keys.ok() && keys->count(absl::StrCat(table, "-0")) > 0;
+      },
+      absl::Seconds(10));
+  if (!arrived) return what + " (stopped: the first write did not reach the peer)";
+  const uint64_t before = Cursor(y, x);
+  if (!Arm(x, "records.write.before_commit=error")) {
+    Undo();
+    return what + " (stopped: could not arm)";
+  }
+  HttpAnswer failed;
+  absl::StatusOr<bool> sent = Send(x, Write(table, absl::StrCat(table, "-1")), &failed);
+  Undo();
+  if (!sent.ok()) return sent.status();
+  if (failed.error_code() != "INTERNAL") return what + " (stopped: the write did not fail)";
+  // The gap reaches the peer as a cursor past it (R5); without it there is nothing to reuse.
+  const bool passed = Poll([&] { return Cursor(y, x) > before; }, absl::Seconds(5));
+  absl::StrAppend(&what, passed ? "" : " (the peer's cursor did not pass the gap)");
+  // The restarted node's senders wait before their first log read, so the write below
+  // commits before they compare the peer's cursor with the log (a cursor beyond the log's
+  // end gets a full copy, R15, which would heal a reused number).
+  c_.Kill(x);
+  const std::string slow = "replication.send.after_snapshot";
+  const absl::Status restarted = c_.Restart(x, {"--fault", slow + "=delay:2s"});
+  if (!restarted.ok()) return what + " (stopped: the restart failed: " + restarted.ToString() + ")";
+  armed_.emplace_back(x, slow);
+  model_.ClockSet(x, absl::ZeroDuration(), /*done=*/true);  // a restart sets the clock right
+  OPENER_GO_ON(Send(x, Write(table, absl::StrCat(table, "-2"))), what);
+  Undo();
+  return what;
+}
+
+// C9: a drop cancels the scans of its generation at every key they read, matching or not,
+// so its drain never waits for a scan to end. The search reads 50 keys that are absent, each
+// slowed to 300 ms (15 s, beyond the default 10 s drain budget), and the drop comes once it
+// has begun: the drop must complete, not time out waiting for the search. (The search's own
+// answer is not judged: a cancelled answer may be cut off mid-stream.)
+absl::StatusOr<std::string> WindowOpeners::DropDuringSlowSearch(const std::string& x, int step) {
+  const std::string table = absl::StrCat("d", step);
+  const std::string point = "records.scan.row";
+  const std::string what =
+      absl::StrCat("opener: ", x, " drops ", kDatabase, ".", table, " during a slow search");
+  OPENER_GO_ON(Send(x, Create(table)), what);
+  // No rows: only the search reads the table's keys (a full copy to a peer would hit the
+  // point too), and it never reaches a match, where even the defect checked for a drop.
+  json ids = json::array();
+  for (int i = 0; i < 50; ++i) ids.push_back(absl::StrCat(table, "-absent-", i));
+  const json search = {{"operation", "search_by_id"},
+                       {"database", kDatabase},
+                       {"table", table},
+                       {"ids", ids},
+                       {"get_attributes", {"id"}}};
+  if (!Arm(x, absl::StrCat(point, "=delay:300ms"))) {
+    Undo();
+    return what + " (stopped: could not arm)";
+  }
+  const int64_t hits = FaultHits(x, point);
+  std::future<HttpAnswer> running =
+      std::async(std::launch::async, [&] { return c_.Op(x, search, absl::Seconds(30)); });
+  if (!Poll([&] { return FaultHits(x, point) > hits; }, absl::Seconds(5))) {
+    running.wait();
+    Undo();
+    return what + " (stopped: the search never began)";
+  }
+  HttpAnswer drop;
+  absl::StatusOr<bool> dropped = Send(x, ops::DropTable(kDatabase, table), &drop);
+  Undo();
+  if (drop.error_code() == "TABLE_DROPPING" &&
+      drop.body.find("timed out waiting for in-flight operations") != std::string::npos) {
+    return Error(
+        ErrorCode::kInternal,
+        absl::StrCat(what, ": the drop's drain waited for the search (C9: a drop ",
+                     "cancels its generation's scans at every key they read): ", drop.body));
+  }
+  if (!dropped.ok()) return dropped.status();
+  return absl::StrCat(what, " -> drop ", drop.status, " ", drop.error_code());
+}
+
+// C8: rows of a retired generation relayed into a newer generation of the name (which
+// accepts them while it knows no marker between them) die when the marker arrives: the node
+// records a purge with the marker. Whether there is anything to purge must be decided behind
+// the schema fence, because an apply of such a row may be in flight, past its marker check and
+// not committed. Here: x drops the table while y and z are cut off; y drops it locally and
+// creates it again (newer than the drop, no marker); z writes into the old generation; y
+// links to z first and applies z's row slowly, and x's marker arrives meanwhile.
+absl::StatusOr<std::string> WindowOpeners::OldGenerationMeetsItsMarker(const std::string& x,
+                                                                       std::mt19937_64& rng,
+                                                                       int step) {
+  const std::string table = absl::StrCat("m", step);
+  std::vector<std::string> others;
+  for (const std::string& n : c_.running()) {
+    if (n != x) others.push_back(n);
+  }
+  std::shuffle(others.begin(), others.end(), rng);
+  if (others.size() < 2) {
+    return absl::StrCat("opener: ", kDatabase, ".", table, " (stopped: needs three running nodes)");
+  }
+  const std::string y = others[0], z = others[1];
+  const std::string what = absl::StrCat("opener: ", x, " drops ", kDatabase, ".", table, ", ", y,
+                                        " recreates it, ", z, "'s old rows meet the marker");
+  // The three must be linked for the create to reach y and z (a cut the schedule made
+  // between them ends here, as a restore step would end it).
+  for (const auto& [a, b] : {std::make_pair(x, y), std::make_pair(x, z), std::make_pair(y, z)}) {
+    if (c_.IsCut(a, b) && !c_.Restore(a, b).ok()) return what + " (stopped: a restore failed)";
+  }
+  OPENER_GO_ON(Send(x, Create(table)), what);
+  const bool everywhere = Poll(
+      [&] {
+        for (const std::string& n : {y, z}) {
+          absl::StatusOr<bool> has = ops::HasTable(c_, n, kDatabase, table);
+          if (!has.ok() || !*has) return false;
+        }
+        return true;
+      },
+      absl::Seconds(10));
+  if (!everywhere) return what + " (stopped: the create did not spread)";
+  // y and z hear nothing from anyone until the opener says so.
+  for (const std::string& n : c_.names()) {
+    for (const std::string& side : {y, z}) {
+      if (n != side && !c_.IsCut(n, side) && !Cut(n, side)) {
+        Undo();
+        return what + " (stopped: a cut failed)";
+      }
+    }
+  }
+  OPENER_GO_ON(Send(x, ops::DropTable(kDatabase, table)), what);
+  OPENER_GO_ON(Send(y, ops::DropTable(kDatabase, table, /*replicated=*/false)), what);
+  OPENER_GO_ON(Send(y, Create(table)), what);
+  OPENER_GO_ON(Send(z, Write(table, absl::StrCat(table, "-old"))), what);
+  const std::string point = "records.apply.locked";
+  if (!Arm(y, absl::StrCat(point, "=delay:1500ms"))) {
+    Undo();
+    return what + " (stopped: could not arm)";
+  }
+  const int64_t hits = FaultHits(y, point);
+  if (!Restore(y, z)) {
+    Undo();
+    return what + " (stopped: a restore failed)";
+  }
+  // y applies z's first batch (kDatabase sorts first): the old row, held before its commit.
+  if (!Poll([&] { return FaultHits(y, point) > hits; }, absl::Seconds(5))) {
+    Undo();
+    return what + " (stopped: z's rows never reached y)";
+  }
+  if (!Restore(x, y)) {
+    Undo();
+    return what + " (stopped: a restore failed)";
+  }
+  Poll(
+      [&] {
+        absl::StatusOr<json> rows =
+            c_.Ok(y, {{"operation", "read_rows"}, {"database", kDatabase}, {"table", table}});
+        return rows.ok() && rows->value("dropped_time", uint64_t{0}) > 0;
+      },
+      absl::Seconds(10));
+  Undo();
+  return what;
+}
+
+absl::StatusOr<bool> WindowOpeners::Accept(const std::string& node, const json& op,
+                                           const HttpAnswer& a) {
+  if (a.status == 200) return true;
+  if (expected_.count(a.error_code()) > 0) return false;
+  if (buggify_ && a.error_code() == "INTERNAL" &&
+      a.body.find("injected fault") != std::string::npos) {
+    return false;
+  }
+  if (buggify_ && a.status == 0) {
+    // The connection ends before the process is gone: wait for its exit status.
+    absl::StatusOr<int> code = c_.WaitExit(node, absl::Seconds(5));
+    if (code.ok() && *code == kCrashExit) return false;
+  }
+  return Error(ErrorCode::kInternal,
+               absl::StrCat(node, ": ", op.dump(), " -> ", a.status, " ", a.body));
+}
+
+absl::StatusOr<bool> WindowOpeners::Send(const std::string& node, const json& op,
+                                         HttpAnswer* answer) {
+  if (c_.state(node) != NodeState::kRunning) return false;
+  const std::string name = op["operation"];
+  const Model::Ticket ticket = model_.Issue();
+  HttpAnswer a = c_.Op(node, op);
+  if (name == "upsert" || name == "delete") {
+    model_.Answered(op, ticket, a);
+  } else if (name == "drop_table") {
+    model_.Disrupted(op["database"], op["table"]);
+  }
+  absl::StatusOr<bool> go_on = Accept(node, op, a);
+  if (answer != nullptr) *answer = std::move(a);
+  return go_on;
+}
+
+bool WindowOpeners::Arm(const std::string& node, const std::string& spec) {
+  if (!c_.SetFault(node, spec).ok()) return false;
+  armed_.emplace_back(node, spec.substr(0, spec.find('=')));
+  return true;
+}
+
+bool WindowOpeners::Cut(const std::string& a, const std::string& b) {
+  cut_.emplace_back(a, b);  // the harness holds the cut even if a side failed to answer
+  return c_.Cut(a, b).ok();
+}
+
+bool WindowOpeners::Restore(const std::string& a, const std::string& b) {
+  cut_.erase(std::remove_if(cut_.begin(), cut_.end(),
+                            [&](const auto& p) {
+                              return (p.first == a && p.second == b) ||
+                                     (p.first == b && p.second == a);
+                            }),
+             cut_.end());
+  return c_.Restore(a, b).ok();
+}
+
+void WindowOpeners::Undo() {
+  for (const auto& [node, point] : armed_) {
+    // why ignored: a node that crashed meanwhile starts again with nothing armed.
+    if (c_.state(node) == NodeState::kRunning) {
+      c_.Op(node, {{"operation", "clear_fault"}, {"name", point}});
+    }
+  }
+  armed_.clear();
+  for (const auto& [a, b] : cut_) {
+    // why ignored: the harness forgets the cut either way; a side not running catches up
+    // when it starts (Cluster::SyncCuts).
+    c_.Restore(a, b).IgnoreError();
+  }
+  cut_.clear();
+}
+
+bool WindowOpeners::Poll(const std::function<bool()>& ready, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!ready()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(20));  // polling, with a deadline
+  }
+  return true;
+}
+
+int64_t WindowOpeners::FaultHits(const std::string& node, const std::string& point) const {
+  absl::StatusOr<json> hits = c_.Ok(node, {{"operation", "fault_hits"}, {"name", point}});
+  return hits.ok() ? hits->value("hits", int64_t{0}) : 0;
+}
+
+uint64_t WindowOpeners::Cursor(const std::string& node, const std::string& peer) const {
+  absl::StatusOr<json> status = c_.Ok(node, {{"operation", "cluster_status"}});
+  if (!status.ok()) return 0;
+  for (const json& p : (*status)["connections"]) {
+    if (p["name"] == peer && p["cursors"].contains(kDatabase)) {
+      return p["cursors"][kDatabase].get<uint64_t>();
+    }
+  }
+  return 0;
+}
+
+}  // namespace cairn::harness
