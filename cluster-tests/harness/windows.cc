@@ -70,29 +70,88 @@ absl::StatusOr<std::string> WindowOpeners::RunOne(std::mt19937_64& rng, const st
 // R15: a sender reads its change log against the catalog snapshot it took just before. A
 // table created (and written) after that snapshot has entries the snapshot cannot resolve:
 // the sender must end its batch before them and send a newer snapshot first, never skip
-// them. Once one of x's senders has taken its snapshot and sits before its log read, the
-// create and the writes land in that gap.
+// them. Once every sender of x has taken its snapshot and sits before its log read, a table
+// is created and written in that gap. Every sender: a peer that got the rows would relay
+// them to the others. Twice, since a stale round reads the new entries only if its window
+// and its turn among the databases allow.
 absl::StatusOr<std::string> WindowOpeners::SchemaChangeUnderSlowSender(const std::string& x,
                                                                        int step) {
-  const std::string table = absl::StrCat("n", step);
   const std::string point = "replication.send.after_snapshot";
-  const std::string what = absl::StrCat("opener: ", x, " creates and writes ", kDatabase, ".",
-                                        table, " under a slow sender");
-  if (!Arm(x, point + "=delay:1s")) {
+  const std::string what = absl::StrCat("opener: ", x, " creates and writes ", kDatabase, ".n",
+                                        step, "_* under slow senders");
+  // First a table and a row outside the window, until every linked peer holds the row: a
+  // database new to a peer goes by full copy (R7), which reads a fresh snapshot.
+  // Clocks right first: a peer refuses stamps beyond its clock bound (R16), which would hold
+  // the rows back for another reason.
+  for (const std::string& n : c_.running()) {
+    model_.ClockSet(n, absl::ZeroDuration(), /*done=*/false);
+    if (c_.SetClock(n, absl::ZeroDuration()).ok()) {
+      model_.ClockSet(n, absl::ZeroDuration(), /*done=*/true);
+    }
+  }
+  const std::string first = absl::StrCat("n", step, "_0");
+  OPENER_GO_ON(Send(x, Create(first)), what);
+  OPENER_GO_ON(Send(x, Write(first, first + "-0")), what);
+  int64_t linked = 0;  // running peers not cut from x: every one must be in the window
+  for (const std::string& n : c_.running()) linked += n != x && !c_.IsCut(n, x) ? 1 : 0;
+  const bool ready = Poll(
+      [&] {
+        for (const std::string& n : c_.running()) {
+          if (n == x || c_.IsCut(n, x)) continue;
+          absl::StatusOr<std::set<std::string>> keys = ops::Keys(c_, n, kDatabase, first);
+          if (!keys.ok() || keys->empty()) return false;
+        }
+        return ConnectedPeers(x) >= linked;
+      },
+      absl::Seconds(10));
+  if (!ready) return what + " (stopped: links not up)";
+  if (!Arm(x, point + "=delay:3s")) {
     Undo();
     return what + " (stopped: could not arm)";
   }
-  const int64_t hits = FaultHits(x, point);
-  // A sender looks at least once a second, also with nothing to send.
-  if (!Poll([&] { return FaultHits(x, point) > hits; }, absl::Seconds(5))) {
-    Undo();
-    return what + " (stopped: no sender came by)";
-  }
-  OPENER_GO_ON(Send(x, Create(table)), what);
-  for (int i = 0; i < 3; ++i) {
-    OPENER_GO_ON(Send(x, Write(table, absl::StrCat(table, "-", i))), what);
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    const std::string table = absl::StrCat("n", step, "_", attempt);
+    const int64_t hits = FaultHits(x, point);
+    const int64_t senders = linked;
+    // A sender looks at least once a second, also with nothing to send (or, in the second
+    // attempt, once its stale round ends); a round takes 3 s now, so each hits the point
+    // once before the first of them reads its log.
+    if (!Poll([&] { return FaultHits(x, point) >= hits + std::max<int64_t>(1, senders); },
+              absl::Seconds(5))) {
+      if (FaultHits(x, point) == hits) {
+        Undo();
+        return what + " (stopped: no sender came by)";
+      }
+    }
+    OPENER_GO_ON(Send(x, Create(table)), what);
+    for (int i = 0; i < 3; ++i) {
+      OPENER_GO_ON(Send(x, Write(table, absl::StrCat(table, "-", i))), what);
+    }
   }
   Undo();
+  // The rows must reach every peer linked to x, the window closed (R5). Checked here, not
+  // only by the model: a node that joins later copies them from x and relays them to all,
+  // which would hide their loss by the end of the run.
+  std::string missing;
+  const bool delivered = Poll(
+      [&] {
+        missing.clear();
+        for (const std::string& n : c_.running()) {
+          if (n == x || c_.IsCut(n, x) || c_.state(x) != NodeState::kRunning) continue;
+          for (int attempt = 1; attempt <= 2; ++attempt) {
+            const std::string table = absl::StrCat("n", step, "_", attempt);
+            absl::StatusOr<std::set<std::string>> keys = ops::Keys(c_, n, kDatabase, table);
+            if (!keys.ok() || keys->size() < 3) absl::StrAppend(&missing, " ", n, ":", table);
+          }
+        }
+        return missing.empty();
+      },
+      absl::Seconds(30));
+  if (!delivered) {
+    return Error(ErrorCode::kInternal,
+                 absl::StrCat(what, ": rows written on ", x, " did not reach its linked peers ",
+                              "within 30 s (R5, R15):", missing));
+  }
   return what;
 }
 
@@ -358,6 +417,14 @@ bool WindowOpeners::Poll(const std::function<bool()>& ready, absl::Duration time
 int64_t WindowOpeners::FaultHits(const std::string& node, const std::string& point) const {
   absl::StatusOr<json> hits = c_.Ok(node, {{"operation", "fault_hits"}, {"name", point}});
   return hits.ok() ? hits->value("hits", int64_t{0}) : 0;
+}
+
+int64_t WindowOpeners::ConnectedPeers(const std::string& node) const {
+  absl::StatusOr<json> status = c_.Ok(node, {{"operation", "cluster_status"}});
+  if (!status.ok()) return 0;
+  int64_t n = 0;
+  for (const json& p : (*status)["connections"]) n += p.value("connected", false) ? 1 : 0;
+  return n;
 }
 
 uint64_t WindowOpeners::Cursor(const std::string& node, const std::string& peer) const {

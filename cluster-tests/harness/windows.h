@@ -76,6 +76,7 @@ class WindowOpeners {
   // Polls `ready` (false: not yet) for up to `timeout`; false if it never held.
   static bool Poll(const std::function<bool()>& ready, absl::Duration timeout);
   int64_t FaultHits(const std::string& node, const std::string& point) const;
+  int64_t ConnectedPeers(const std::string& node) const;
   // `node`'s cursor on `peer`'s change log of kDatabase (0: none yet).
   uint64_t Cursor(const std::string& node, const std::string& peer) const;
 
