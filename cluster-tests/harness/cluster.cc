@@ -325,13 +325,16 @@ absl::Status Cluster::SetCut(const std::string& a, const std::string& b, bool cu
   }
   // Either side's cut is a whole partition; each running side makes its own, so the cut
   // holds while either of them restarts. A side not running now catches up when it does.
+  // Both sides are told even if the first fails (it may have crashed meanwhile): a side
+  // left out would keep a partition the harness no longer knows about.
+  absl::Status first;
   for (const auto& [from, to] : {std::make_pair(a, b), std::make_pair(b, a)}) {
     if (member(from).state == NodeState::kRunning) {
-      CAIRN_RETURN_IF_ERROR(
+      first.Update(
           Ok(from, {{"operation", cut ? "cut_link" : "restore_link"}, {"name", to}}).status());
     }
   }
-  return absl::OkStatus();
+  return first;
 }
 
 absl::Status Cluster::Cut(const std::string& a, const std::string& b) { return SetCut(a, b, true); }

@@ -2,19 +2,20 @@
 
 #include <algorithm>
 #include <future>
+#include <iostream>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cluster-tests/harness/ops.h"
+#include "common/fault.h"
 #include "common/status.h"
 
 namespace cairn::harness {
 namespace {
 
 using nlohmann::json;
-
-constexpr int kCrashExit = 85;  // common/fault.h
 
 json Create(const std::string& table) {
   return ops::CreateTable(WindowOpeners::kDatabase, table, {{"id", "ID"}, {"name", "String"}});
@@ -77,7 +78,7 @@ absl::StatusOr<std::string> WindowOpeners::RunOne(std::mt19937_64& rng, const st
 absl::StatusOr<std::string> WindowOpeners::SchemaChangeUnderSlowSender(const std::string& x,
                                                                        int step) {
   const std::string point = "replication.send.after_snapshot";
-  const std::string what = absl::StrCat("opener: ", x, " creates and writes ", kDatabase, ".n",
+  const std::string what = absl::StrCat("opener: ", x, " creates and writes ", kDatabase, ".fresh",
                                         step, "_* under slow senders");
   // First a table and a row outside the window, until every linked peer holds the row: a
   // database new to a peer goes by full copy (R7), which reads a fresh snapshot.
@@ -89,7 +90,7 @@ absl::StatusOr<std::string> WindowOpeners::SchemaChangeUnderSlowSender(const std
       model_.ClockSet(n, absl::ZeroDuration(), /*done=*/true);
     }
   }
-  const std::string first = absl::StrCat("n", step, "_0");
+  const std::string first = absl::StrCat("fresh", step, "_0");
   OPENER_GO_ON(Send(x, Create(first)), what);
   OPENER_GO_ON(Send(x, Write(first, first + "-0")), what);
   int64_t linked = 0;  // running peers not cut from x: every one must be in the window
@@ -110,13 +111,12 @@ absl::StatusOr<std::string> WindowOpeners::SchemaChangeUnderSlowSender(const std
     return what + " (stopped: could not arm)";
   }
   for (int attempt = 1; attempt <= 2; ++attempt) {
-    const std::string table = absl::StrCat("n", step, "_", attempt);
+    const std::string table = absl::StrCat("fresh", step, "_", attempt);
     const int64_t hits = FaultHits(x, point);
-    const int64_t senders = linked;
     // A sender looks at least once a second, also with nothing to send (or, in the second
     // attempt, once its stale round ends); a round takes 3 s now, so each hits the point
     // once before the first of them reads its log.
-    if (!Poll([&] { return FaultHits(x, point) >= hits + std::max<int64_t>(1, senders); },
+    if (!Poll([&] { return FaultHits(x, point) >= hits + std::max<int64_t>(1, linked); },
               absl::Seconds(5))) {
       if (FaultHits(x, point) == hits) {
         Undo();
@@ -139,18 +139,24 @@ absl::StatusOr<std::string> WindowOpeners::SchemaChangeUnderSlowSender(const std
         for (const std::string& n : c_.running()) {
           if (n == x || c_.IsCut(n, x) || c_.state(x) != NodeState::kRunning) continue;
           for (int attempt = 1; attempt <= 2; ++attempt) {
-            const std::string table = absl::StrCat("n", step, "_", attempt);
+            const std::string table = absl::StrCat("fresh", step, "_", attempt);
             absl::StatusOr<std::set<std::string>> keys = ops::Keys(c_, n, kDatabase, table);
-            if (!keys.ok() || keys->size() < 3) absl::StrAppend(&missing, " ", n, ":", table);
+            if (!keys.ok() || keys->size() < 3) absl::StrAppend(&missing, " ", n, ": ", table);
           }
         }
         return missing.empty();
       },
-      absl::Seconds(30));
+      absl::Seconds(60));
   if (!delivered) {
+    // A node that crashed at a buggified point meanwhile explains it.
+    for (const std::string& n : c_.running()) {
+      if (!c_.WaitExit(n, absl::ZeroDuration()).ok()) continue;  // still running
+      CAIRN_RETURN_IF_ERROR(ExitedAsAllowed(n));
+      return what + " (stopped: " + n + " crashed before the rows arrived)";
+    }
     return Error(ErrorCode::kInternal,
                  absl::StrCat(what, ": rows written on ", x, " did not reach its linked peers ",
-                              "within 30 s (R5, R15):", missing));
+                              "within 60 s (R5, R15):", missing));
   }
   return what;
 }
@@ -187,7 +193,8 @@ absl::StatusOr<std::string> WindowOpeners::RestartAfterFailedCommit(const std::s
     return what + " (stopped: could not arm)";
   }
   HttpAnswer failed;
-  absl::StatusOr<bool> sent = Send(x, Write(table, absl::StrCat(table, "-1")), &failed);
+  absl::StatusOr<bool> sent =
+      Send(x, Write(table, absl::StrCat(table, "-1")), &failed, /*injected=*/true);
   Undo();
   if (!sent.ok()) return sent.status();
   if (failed.error_code() != "INTERNAL") return what + " (stopped: the write did not fail)";
@@ -197,11 +204,19 @@ absl::StatusOr<std::string> WindowOpeners::RestartAfterFailedCommit(const std::s
   // The restarted node's senders wait before their first log read, so the write below
   // commits before they compare the peer's cursor with the log (a cursor beyond the log's
   // end gets a full copy, R15, which would heal a reused number).
+  CAIRN_RETURN_IF_ERROR(ExitedAsAllowed(x));  // it may have crashed meanwhile
   c_.Kill(x);
   const std::string slow = "replication.send.after_snapshot";
+  armed_.emplace_back(x, slow);  // also when the restart half-failed with x running
   const absl::Status restarted = c_.Restart(x, {"--fault", slow + "=delay:2s"});
-  if (!restarted.ok()) return what + " (stopped: the restart failed: " + restarted.ToString() + ")";
-  armed_.emplace_back(x, slow);
+  if (!restarted.ok()) {
+    Undo();
+    if (buggify_ && absl::StrContains(restarted.message(),
+                                      absl::StrCat("exited with ", kInjectedCrashExitCode))) {
+      return what + " (stopped: crashed while starting)";
+    }
+    return restarted;
+  }
   model_.ClockSet(x, absl::ZeroDuration(), /*done=*/true);  // a restart sets the clock right
   OPENER_GO_ON(Send(x, Write(table, absl::StrCat(table, "-2"))), what);
   Undo();
@@ -233,10 +248,13 @@ absl::StatusOr<std::string> WindowOpeners::DropDuringSlowSearch(const std::strin
     return what + " (stopped: could not arm)";
   }
   const int64_t hits = FaultHits(x, point);
+  // Its own connection and copies: the thread never touches the Cluster, which this thread
+  // may change meanwhile (reaping a crash).
   std::future<HttpAnswer> running =
-      std::async(std::launch::async, [&] { return c_.Op(x, search, absl::Seconds(30)); });
+      std::async(std::launch::async, [endpoint = c_.node(x).endpoint(), search] {
+        return endpoint.Post(search, absl::Seconds(30));
+      });
   if (!Poll([&] { return FaultHits(x, point) > hits; }, absl::Seconds(5))) {
-    running.wait();
     Undo();
     return what + " (stopped: the search never began)";
   }
@@ -251,7 +269,11 @@ absl::StatusOr<std::string> WindowOpeners::DropDuringSlowSearch(const std::strin
                      "cancels its generation's scans at every key they read): ", drop.body));
   }
   if (!dropped.ok()) return dropped.status();
-  return absl::StrCat(what, " -> drop ", drop.status, " ", drop.error_code());
+  // Another scan of x may have hit the point first; then the search may have come after the
+  // drop, and the window was not open.
+  const HttpAnswer searched = running.get();
+  return absl::StrCat(what, " -> drop ", drop.status, " ", drop.error_code(), ", search ",
+                      searched.status, " ", searched.error_code());
 }
 
 // C8: rows of a retired generation relayed into a newer generation of the name (which
@@ -324,7 +346,7 @@ absl::StatusOr<std::string> WindowOpeners::OldGenerationMeetsItsMarker(const std
     Undo();
     return what + " (stopped: a restore failed)";
   }
-  Poll(
+  const bool marked = Poll(
       [&] {
         absl::StatusOr<json> rows =
             c_.Ok(y, {{"operation", "read_rows"}, {"database", kDatabase}, {"table", table}});
@@ -332,28 +354,31 @@ absl::StatusOr<std::string> WindowOpeners::OldGenerationMeetsItsMarker(const std
       },
       absl::Seconds(10));
   Undo();
-  return what;
+  return what + (marked ? "" : " (the marker did not reach y within 10 s)");
 }
 
 absl::StatusOr<bool> WindowOpeners::Accept(const std::string& node, const json& op,
-                                           const HttpAnswer& a) {
+                                           const HttpAnswer& a, bool injected) {
   if (a.status == 200) return true;
   if (expected_.count(a.error_code()) > 0) return false;
-  if (buggify_ && a.error_code() == "INTERNAL" &&
+  if ((buggify_ || injected) && a.error_code() == "INTERNAL" &&
       a.body.find("injected fault") != std::string::npos) {
     return false;
   }
   if (buggify_ && a.status == 0) {
     // The connection ends before the process is gone: wait for its exit status.
     absl::StatusOr<int> code = c_.WaitExit(node, absl::Seconds(5));
-    if (code.ok() && *code == kCrashExit) return false;
+    if (code.ok() && *code == kInjectedCrashExitCode) {
+      std::cerr << node << " exited with " << *code << " (in a window opener)\n";
+      return false;
+    }
   }
   return Error(ErrorCode::kInternal,
                absl::StrCat(node, ": ", op.dump(), " -> ", a.status, " ", a.body));
 }
 
 absl::StatusOr<bool> WindowOpeners::Send(const std::string& node, const json& op,
-                                         HttpAnswer* answer) {
+                                         HttpAnswer* answer, bool injected) {
   if (c_.state(node) != NodeState::kRunning) return false;
   const std::string name = op["operation"];
   const Model::Ticket ticket = model_.Issue();
@@ -363,9 +388,16 @@ absl::StatusOr<bool> WindowOpeners::Send(const std::string& node, const json& op
   } else if (name == "drop_table") {
     model_.Disrupted(op["database"], op["table"]);
   }
-  absl::StatusOr<bool> go_on = Accept(node, op, a);
+  absl::StatusOr<bool> go_on = Accept(node, op, a, injected);
   if (answer != nullptr) *answer = std::move(a);
   return go_on;
+}
+
+absl::Status WindowOpeners::ExitedAsAllowed(const std::string& node) {
+  if (c_.state(node) != NodeState::kRunning) return absl::OkStatus();
+  absl::StatusOr<int> code = c_.WaitExit(node, absl::ZeroDuration());
+  if (!code.ok() || (buggify_ && *code == kInjectedCrashExitCode)) return absl::OkStatus();
+  return Error(ErrorCode::kInternal, absl::StrCat(node, " exited with ", *code));
 }
 
 bool WindowOpeners::Arm(const std::string& node, const std::string& spec) {
@@ -391,9 +423,12 @@ bool WindowOpeners::Restore(const std::string& a, const std::string& b) {
 
 void WindowOpeners::Undo() {
   for (const auto& [node, point] : armed_) {
-    // why ignored: a node that crashed meanwhile starts again with nothing armed.
-    if (c_.state(node) == NodeState::kRunning) {
-      c_.Op(node, {{"operation", "clear_fault"}, {"name", point}});
+    // A node that crashed meanwhile starts again with nothing armed.
+    if (c_.state(node) != NodeState::kRunning) continue;
+    const HttpAnswer a = c_.Op(node, {{"operation", "clear_fault"}, {"name", point}});
+    if (a.status != 200 && !c_.WaitExit(node, absl::Seconds(5)).ok()) {
+      std::cerr << "window opener: " << node << " did not clear " << point << ": " << a.status
+                << " " << a.body << "\n";
     }
   }
   armed_.clear();
@@ -437,5 +472,7 @@ uint64_t WindowOpeners::Cursor(const std::string& node, const std::string& peer)
   }
   return 0;
 }
+
+#undef OPENER_GO_ON
 
 }  // namespace cairn::harness

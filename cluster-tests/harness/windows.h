@@ -2,23 +2,27 @@
 //
 // Buggify widens every marked window a little, at random. Some windows also need a sequence
 // of events around the slow point, and a schedule of independent random steps meets such a
-// sequence once in hundreds of seeds. Each opener makes one class of sequence happen, and arms
-// the one fault point that holds its window open while it does:
+// sequence once in hundreds of seeds. Each opener makes one class of sequence happen, arming
+// the fault point that holds its window open while it does:
 //   - SchemaChangeUnderSlowSender (R15): a table created and written while every sender of
-//     the node sits between its catalog snapshot and its log read.
+//     the node sits between its catalog snapshot and its log read; the rows must then reach
+//     every linked peer.
 //   - RestartAfterFailedCommit (R15, ChangeLog invariant (2)): a database's last sequence
-//     number fails its commit, a peer's cursor passes the gap, the node restarts and writes.
-//   - DropDuringSlowSearch (C9): a drop while a search reads keys that do not match.
+//     number fails its commit, a peer's cursor passes the gap, the node restarts (its senders
+//     slowed) and writes.
+//   - DropDuringSlowSearch (C9): a drop while a search reads keys that do not match; the drop
+//     must not wait the search out.
 //   - OldGenerationMeetsItsMarker (C8): rows of a retired generation relayed into a newer
 //     one of the name, still being applied when the drop's marker arrives.
 // They work in their own database (kDatabase, which the schedule's load never writes; it sorts
 // first, so a new link's first batch is its), on fresh table names. Every write and
 // disruption goes into the model, whose rules find what went wrong; an opener checks directly
-// only what the model cannot see (a drop that waited out a search instead of cancelling it).
+// only what no end state shows (rows that a later full copy delivered, a drain that waited).
 // Under buggify any step may fail or crash: the opener then stops, clears what it armed and
 // restores what it cut, and the schedule's next step reaps a crashed node.
 //
-// Not thread-safe: the schedule's thread runs openers (the load may run meanwhile).
+// Not thread-safe: the schedule's thread runs openers (the load may run meanwhile). The
+// cluster and the model must outlive the openers.
 #pragma once
 
 #include <cstdint>
@@ -61,17 +65,22 @@ class WindowOpeners {
  private:
   // What an answer means for an opener: true, go on (200); false, stop (an injected failure, a
   // crash at a buggified point, or an expected error); an error: a finding.
+  // `injected`: the opener armed an error, so an injected failure stops it also without
+  // buggify.
   absl::StatusOr<bool> Accept(const std::string& node, const nlohmann::json& op,
-                              const HttpAnswer& answer);
+                              const HttpAnswer& answer, bool injected = false);
   // Sends `op` to `node` and judges the answer; writes and deletes go into the model.
   absl::StatusOr<bool> Send(const std::string& node, const nlohmann::json& op,
-                            HttpAnswer* answer = nullptr);
+                            HttpAnswer* answer = nullptr, bool injected = false);
+  // OK if `node` is running or exited at a buggified crash point; else a finding.
+  absl::Status ExitedAsAllowed(const std::string& node);
   // Arms `spec` ("point=action") on `node` until the opener ends. False: the node did not
   // answer.
   bool Arm(const std::string& node, const std::string& spec);
   bool Cut(const std::string& a, const std::string& b);
   bool Restore(const std::string& a, const std::string& b);
-  // Clears what the opener armed and restores what it cut, on nodes still running.
+  // Clears what the opener armed and restores what it cut, on nodes still running (a node
+  // that does not answer is reported on stderr; the heal clears it).
   void Undo();
   // Polls `ready` (false: not yet) for up to `timeout`; false if it never held.
   static bool Poll(const std::function<bool()>& ready, absl::Duration timeout);
