@@ -442,12 +442,11 @@ void WindowOpeners::Undo() {
 }
 
 bool WindowOpeners::Poll(const std::function<bool()>& ready, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!ready()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(20));  // polling, with a deadline
-  }
-  return true;
+  return Cluster::WaitFor(
+             "a window opener's condition",
+             [&] { return ready() ? absl::OkStatus() : absl::UnavailableError("not yet"); },
+             timeout)
+      .ok();
 }
 
 int64_t WindowOpeners::FaultHits(const std::string& node, const std::string& point) const {
