@@ -20,6 +20,7 @@
 #include "absl/time/clock.h"
 #include "catalog/catalog.h"
 #include "catalog/record_store.h"
+#include "catalog/table_digest.h"
 #include "nlohmann/json.hpp"
 #include "storage/keys.h"
 #include "tests/testing/local_node.h"
@@ -116,6 +117,50 @@ void BM_RawRocksDBSameEntries(benchmark::State& state) {
 }
 BENCHMARK(BM_RawRocksDBSameEntries)->Arg(100)->UseRealTime();
 
+// Anti-entropy's two ways to keep digests (SPEC R18, design 0007), costed before choosing.
+//
+// Kept in the write batch: BM_RawRocksDBSameEntries plus what an incremental digest adds per
+// record: the hashes of the old and new row stamps and one merge (addition mod 2^64, the
+// count merge operator the meta family already has) into the row's leaf digest key. The gap
+// to BM_RawRocksDBSameEntries is what every write would pay.
+void BM_RawRocksDBSameEntriesWithDigest(benchmark::State& state) {
+  const int batch = static_cast<int>(state.range(0));
+  BenchDir dir;
+  auto node = OpenNode(dir, state);
+  if (!node) return;
+  auto* records = node->engine->cf(storage::Cf::kRecords);
+  auto* indexes = node->engine->cf(storage::Cf::kIndexes);
+  auto* log = node->engine->cf(storage::Cf::kChangeLog);
+  auto* meta = node->engine->cf(storage::Cf::kMeta);
+  const std::string value = Record(1).dump() + std::string(40, 'x');
+  int64_t id = 0;
+  for (auto _ : state) {
+    rocksdb::WriteBatch b;
+    for (int i = 0; i < batch; ++i, ++id) {
+      std::string key = storage::RecordKey(1, "");
+      storage::PutBigEndian64(static_cast<uint64_t>(id), &key);
+      b.Put(records, key, value).PermitUncheckedError();
+      std::string ix =
+          storage::IndexAttributePrefix(1, 1) + absl::StrCat("customer-", id % 1000) + key;
+      b.Put(indexes, ix, "").PermitUncheckedError();
+      b.Put(log, storage::LogKey("bench", static_cast<uint64_t>(id)), std::string(40, 'l'))
+          .PermitUncheckedError();
+      catalog::RowStamp stamp{key.substr(8), static_cast<Hlc>(id) + 1, "node-a", 7, false};
+      const uint64_t old_hash = catalog::RowHash(stamp);  // the row it replaces
+      stamp.version += 1;
+      const uint64_t delta = catalog::RowHash(stamp) - old_hash;
+      std::string digest_key = "digest/";
+      storage::PutBigEndian64(1, &digest_key);
+      storage::PutBigEndian32(catalog::LeafOf(stamp.key, catalog::kMaxDigestDepth), &digest_key);
+      b.Merge(meta, digest_key, storage::EncodeCountDelta(static_cast<int64_t>(delta)))
+          .PermitUncheckedError();
+    }
+    if (!node->engine->Write(&b).ok()) state.SkipWithError("write failed");
+  }
+  state.SetItemsProcessed(id);
+}
+BENCHMARK(BM_RawRocksDBSameEntriesWithDigest)->Arg(100)->UseRealTime();
+
 // The table of the write benchmarks; `indexed`: one secondary index, on "name".
 catalog::TableSpec OrdersTable(bool indexed) {
   catalog::TableSpec spec;
@@ -191,6 +236,37 @@ void BM_InsertConcurrent(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_InsertConcurrent)->Threads(1)->Threads(2)->UseRealTime();
+
+// Computed by a scan when a verify runs: RecordStore::Digest over a table of `rows` records
+// (flushed, so the scan reads SST files through the block cache like a table that has been
+// there a while). Rows per second of one scan, no rate limit.
+void BM_DigestScan(benchmark::State& state) {
+  const int64_t rows = state.range(0);
+  BenchDir dir;
+  auto node = OpenNode(dir, state);
+  if (!node) return;
+  if (!node->catalog->CreateTable(OrdersTable(false)).ok()) state.SkipWithError("create failed");
+  for (int64_t id = 0; id < rows;) {
+    json records = json::array();
+    for (int i = 0; i < 1000 && id < rows; ++i) records.push_back(Record(id++));
+    if (!node->records->Write("bench", "orders", records, catalog::WriteMode::kInsert).ok()) {
+      state.SkipWithError("load failed");
+      return;
+    }
+  }
+  if (!node->Flush().ok()) state.SkipWithError("flush failed");
+  auto def = node->catalog->Snapshot()->FindTable("bench", "orders");
+  if (!def.ok()) return state.SkipWithError("no table");
+  const int depth = catalog::DepthFor(static_cast<uint64_t>(rows));
+  for (auto _ : state) {
+    auto tree = node->records->Digest(*def, depth, {});
+    if (!tree.ok() || tree->rows() != static_cast<uint64_t>(rows)) {
+      state.SkipWithError("digest failed");
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * rows);
+}
+BENCHMARK(BM_DigestScan)->Arg(100'000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 catalog::TableSpec SmallTable(const std::string& name) {
   catalog::TableSpec spec;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "cairn/storage/v1/records.pb.h"
 #include "catalog/catalog.h"
 #include "catalog/internal/key_latches.h"
+#include "catalog/table_digest.h"
 #include "common/clock.h"
 #include "common/fault.h"
 #include "nlohmann/json.hpp"
@@ -68,6 +70,22 @@ struct ApplyStats {
   uint64_t parked = 0;  // its table not live here yet, left to the caller (R17)
 };
 
+// How an anti-entropy scan reads (SPEC R18, catalog/table_digest.h).
+struct DigestScanOptions {
+  Hlc settled_before = 0;  // tombstones older than this are left out of digests
+  // Called with the rows read since its last call, every kPaceRows rows: the caller's rate
+  // limit (it may block). Null: no limit.
+  std::function<void(uint64_t rows)> pace;
+  static constexpr uint64_t kPaceRows = 256;
+};
+
+// A page of stamps (RecordStore::LeafStamps).
+struct StampPage {
+  std::vector<RowStamp> stamps;  // in key order
+  bool more = false;             // the scan stopped at the limit; resume after the last key
+  uint64_t rows_scanned = 0;
+};
+
 class RecordStore {
  public:
   RecordStore(storage::Engine* engine, storage::ChangeLog* log, Catalog* catalog,
@@ -112,6 +130,22 @@ class RecordStore {
                              absl::string_view attribute);
   // Finishes every strip a crash interrupted. Call once after opening, before serving.
   absl::Status ResumePendingStrips();
+
+  // ---- Anti-entropy (SPEC R18): scans at one RocksDB snapshot, admitted like searches and
+  // cancelled by a drop of the table (C9). `def` is the generation to read; TABLE_DROPPING
+  // once it is not the live one.
+  // The digest tree of every row of the generation.
+  absl::StatusOr<DigestTree> Digest(const TableRef& def, int depth,
+                                    const DigestScanOptions& options);
+  // The stamps (settled tombstones included) of the rows in `leaves` (a tree of 16^depth
+  // leaves) with keys after `after_key` (empty: from the start), at most `limit` of them.
+  absl::StatusOr<StampPage> LeafStamps(const TableRef& def, int depth,
+                                       const std::vector<uint32_t>& leaves,
+                                       absl::string_view after_key, size_t limit,
+                                       const DigestScanOptions& options);
+  // The stored rows (bodies included) of `keys` (encoded primary keys); nullopt where none.
+  absl::StatusOr<std::vector<std::optional<storage::v1::StoredRecord>>> ReadStored(
+      const TableRef& def, const std::vector<std::string>& keys);
 
   // ---- Replication (peer) side.
   // Applies entries of one database from a peer under last-writer-wins (D5), logging each
