@@ -87,6 +87,11 @@ std::vector<uint64_t> DigestTree::Level(int level) const {
   return out;
 }
 
+bool LosesTo(Hlc version, absl::string_view origin, Hlc other_version,
+             absl::string_view other_origin) {
+  return internal::CompareVersions(version, origin, other_version, other_origin) < 0;
+}
+
 StampDiff DiffStamps(const std::vector<RowStamp>& local, const std::vector<RowStamp>& remote,
                      Hlc settled_before) {
   StampDiff diff;

@@ -54,6 +54,11 @@ inline bool Settled(const RowStamp& s, Hlc settled_before) {
   return s.deleted && s.version < settled_before;
 }
 
+// Last-writer-wins (D5): true when a row stamped (version, origin) loses to one stamped
+// (other_version, other_origin). Equal stamps are the same write: neither loses.
+bool LosesTo(Hlc version, absl::string_view origin, Hlc other_version,
+             absl::string_view other_origin);
+
 // Invariants:
 //  (1) leaves_.size() == 16^depth_.
 //  (2) Node(level, i) is the sum of the leaves under it, mod 2^64; Node(0, 0) is the root.

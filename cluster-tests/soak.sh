@@ -10,7 +10,9 @@
 #   cluster-tests/soak.sh --seeds 200         # a number of seeds instead of a time
 #   CAIRND=/path/to/cairnd CAIRN_NODE_ARGS="--sync-writes" cluster-tests/soak.sh
 #
-# CAIRND runs another cairnd (your build); CAIRN_NODE_ARGS adds flags to every node. Exits 1
+# CAIRND runs another cairnd (your build); CAIRN_NODE_ARGS adds flags to every node;
+# CAIRN_SCHEDULE another schedule binary (copies of both let a long soak go on while the tree
+# is rebuilt: a rebuilt cairnd mid-run fails a restart with exit 127). Exits 1
 # if any seed failed; each failure's log (with its replay line) is under build/soak/.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -29,7 +31,7 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 
-schedule="$root/build/cluster-tests/random_schedule_test"
+schedule="${CAIRN_SCHEDULE:-$root/build/cluster-tests/random_schedule_test}"
 [[ -x "$schedule" ]] || { echo "build the tests first (scripts/test.sh)" >&2; exit 2; }
 out="$root/build/soak"
 mkdir -p "$out"

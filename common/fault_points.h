@@ -38,6 +38,9 @@ inline constexpr char kReplSendAfterSnapshot[] = "replication.send.after_snapsho
 inline constexpr char kReplCopyTable[] = "replication.copy.table";
 // replication/schema_sync.cc: a peer's marker (C8) is about to be applied (R4 step 1)
 inline constexpr char kReplSchemaBeforeMarker[] = "replication.schema.before_marker";
+// replication/anti_entropy.cc: a verify found rows to repair and is about to apply them
+// here or send them to its peer (R18)
+inline constexpr char kVerifyBeforeRepair[] = "antientropy.repair.before_apply";
 
 // What buggify (FaultRegistry::EnableBuggify) may do at a point besides delaying: `errors`
 // when the code treats an injected error as a real failure of that step (nothing half-done,
@@ -75,6 +78,7 @@ inline constexpr PointInfo kAll[] = {
     {kReplSendAfterSnapshot, true},
     {kReplCopyTable, true},
     {kReplSchemaBeforeMarker, false},
+    {kVerifyBeforeRepair, true},  // the verify ends with the error; the next one repairs
 };
 
 }  // namespace cairn::fault_points

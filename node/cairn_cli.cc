@@ -8,6 +8,8 @@
 //     put DB.TABLE '<json record or array>'   upsert records
 //     search DB.TABLE ATTRIBUTE VALUE         records whose attribute matches (VALUE * = all)
 //     backup [NAME]                           a backup of the node (create_backup)
+//     verify [DB[.TABLE]] [--node PEER]        anti-entropy with the peers now (R18), a line
+//                                             per table as it goes
 //
 // The node defaults to $CAIRN_NODE or 127.0.0.1:9925; `https://HOST:PORT` speaks HTTPS and
 // verifies the node's certificate against --ca-file ($CAIRN_CA_FILE; else the system's CAs)
@@ -141,6 +143,41 @@ void PrintStatus(const json& s) {
   }
 }
 
+// One line per table of a verify answer.
+bool PrintVerify(const std::string& db, const json& answer) {
+  bool in_sync = true;
+  for (const json& peer : answer.value("peers", json::array())) {
+    const std::string node = peer.value("node", "?");
+    for (const json& t : peer.value("tables", json::array())) {
+      const std::string name = db + "." + t.value("table", "?");
+      if (t.contains("skipped")) {
+        std::printf("%-32s %-12s skipped: %s\n", name.c_str(), node.c_str(),
+                    t.value("skipped", "").c_str());
+        continue;
+      }
+      const bool ok = t.value("in_sync", false);
+      in_sync = in_sync && ok;
+      std::printf("%-32s %-12s %s rows compared, %s repaired (%s here, %s there)%s, %s ms\n",
+                  name.c_str(), node.c_str(), t.value("rows_compared", json(0)).dump().c_str(),
+                  t.value("rows_repaired", json(0)).dump().c_str(),
+                  t.value("repaired_here", json(0)).dump().c_str(),
+                  t.value("repaired_there", json(0)).dump().c_str(),
+                  ok ? ""
+                     : absl::StrCat(", ", t.value("unsettled", json(0)).dump(), " unsettled, ",
+                                    t.value("conflicts", json(0)).dump(), " conflicts")
+                           .c_str(),
+                  t.value("duration_ms", json(0)).dump().c_str());
+    }
+    if (peer.contains("error")) {
+      in_sync = false;
+      std::printf("%-32s %-12s error: %s\n", db.c_str(), node.c_str(),
+                  peer.value("error", "").c_str());
+    }
+    std::fflush(stdout);
+  }
+  return in_sync;
+}
+
 }  // namespace
 
 int Main(int argc, char** argv) {
@@ -191,6 +228,11 @@ int Main(int argc, char** argv) {
   auto* backup = app.add_subcommand("backup", "take a backup of the node (create_backup)");
   backup->add_option("name", backup_name, "its name (default: the UTC time)");
 
+  std::string verify_what, verify_peer;
+  auto* verify = app.add_subcommand("verify", "compare and repair data with the peers now (R18)");
+  verify->add_option("what", verify_what, "DB or DB.TABLE (default: every database)");
+  verify->add_option("--node,--peer", verify_peer, "only this peer (default: every peer)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -233,6 +275,38 @@ int Main(int argc, char** argv) {
       }
     }
     return Run(c, operation);
+  }
+  if (verify->parsed()) {
+    // A verify per table, so each prints its line as soon as it is done.
+    std::vector<std::pair<std::string, std::string>> tables;  // (db, table)
+    if (verify_what.find('.') != std::string::npos) {
+      json t;
+      if (!SplitTable(verify_what, &t)) return Usage("expected DB or DB.TABLE");
+      tables.emplace_back(t["database"], t["table"]);
+    } else {
+      json all;
+      json list = verify_what.empty()
+                      ? json{{"operation", "describe_all"}}
+                      : json{{"operation", "describe_database"}, {"database", verify_what}};
+      if (int rc = Run(c, list, /*quiet=*/true, &all); rc != 0) return rc;
+      if (verify_what.empty()) {
+        for (const auto& [db, ts] : all.items()) {
+          for (const auto& [t, def] : ts.items()) tables.emplace_back(db, t);
+        }
+      } else {
+        for (const auto& [t, def] : all.items()) tables.emplace_back(verify_what, t);
+      }
+    }
+    bool in_sync = true;
+    for (const auto& [db, t] : tables) {
+      json operation = {{"operation", "verify"}, {"database", db}, {"table", t}};
+      if (!verify_peer.empty()) operation["node"] = verify_peer;
+      json answer;
+      if (int rc = Run(c, operation, /*quiet=*/true, &answer); rc != 0) return rc;
+      in_sync = PrintVerify(db, answer) && in_sync;
+    }
+    if (tables.empty()) std::printf("no tables to verify\n");
+    return in_sync ? 0 : 1;
   }
   if (backup->parsed()) {
     json operation = {{"operation", "create_backup"}};

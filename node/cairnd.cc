@@ -131,6 +131,21 @@ void AddReplicationMetrics(Metrics* metrics, replication::Cluster* cluster) {
        "gauge", "peer", per_peer([](const replication::PeerStatus& p) {
          return static_cast<double>(p.clock_offset_ms);
        })});
+  // R18: anti-entropy on this node, as caller and callee.
+  replication::AntiEntropy* ae = cluster->anti_entropy();
+  metrics->AddExternal({"cairn_antientropy_rows_compared_total",
+                        "Rows this node's verifies compared with a peer (R18).", "counter",
+                        [ae] { return static_cast<double>(ae->rows_compared_total()); }});
+  metrics->AddExternal(
+      {"cairn_antientropy_rows_repaired_total",
+       "Rows a verify repaired on this node (R18): each means some other rule failed.", "counter",
+       [ae] { return static_cast<double>(ae->rows_repaired_total()); }});
+  metrics->AddExternal({"cairn_antientropy_verify_seconds_total",
+                        "Time this node's verifies took, table by table (R18).", "counter",
+                        [ae] { return ae->seconds_total(); }});
+  metrics->AddExternal({"cairn_antientropy_verifies_total",
+                        "Verifies of one database with one peer this node ran (R18).", "counter",
+                        [ae] { return static_cast<double>(ae->runs_total()); }});
   metrics->AddExternal(
       {"cairn_clock_offset_refusals_total",
        "Peer links, batches, snapshots and forwarded drops refused because a "
@@ -325,6 +340,8 @@ int Run(const NodeConfig& config) {
   cluster_options.log_retention_entries = config.log_retention_entries;
   cluster_options.log_retention_age = config.log_retention_age;
   cluster_options.max_clock_offset = config.max_clock_offset;
+  cluster_options.verify.interval = config.verify_interval;
+  cluster_options.verify.rate = config.verify_rate;
   replication::Cluster cluster(node->get(), cluster_options);
   api_options.cluster = &cluster;
   AddReplicationMetrics(&metrics, &cluster);

@@ -301,6 +301,14 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
                  "how far ahead of this node's clock a peer's clock and stamps may be; 'inf' "
                  "turns the bound off (R16)")
       ->capture_default_str();
+  std::string verify_interval = "1h";
+  app.add_option("--verify-interval", verify_interval,
+                 "how often this node verifies each database with each peer it has a route to; "
+                 "0 turns the background verify off (R18)")
+      ->capture_default_str();
+  app.add_option("--verify-rate", c.verify_rate,
+                 "rows per second a verify may scan on this node; 0: no limit (R18)")
+      ->capture_default_str();
   app.add_flag("--enable-test-hooks", c.enable_test_hooks, "allow fault injection operations");
   app.add_option("--fault", c.faults, "NAME=ACTION[@P|@#N] fault point (test hooks only)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -392,6 +400,11 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   if (!absl::ParseDuration(max_clock_offset, &c.max_clock_offset)) {
     return fail(Error(ErrorCode::kBadRequest, absl::StrCat("--max-clock-offset '", max_clock_offset,
                                                            "' is not a duration like 500ms")));
+  }
+  if (!absl::ParseDuration(verify_interval, &c.verify_interval) ||
+      c.verify_interval < absl::ZeroDuration()) {
+    return fail(Error(ErrorCode::kBadRequest, absl::StrCat("--verify-interval '", verify_interval,
+                                                           "' is not a duration like 1h (or 0)")));
   }
   for (auto [text, field, flag] :
        {std::make_tuple(&request_timeout, &c.request_timeout, "--request-timeout"),

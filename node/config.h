@@ -67,6 +67,8 @@ struct NodeConfig {
 
   // SPEC R16: how far ahead of this node's wall clock a peer's clock and stamps may be.
   absl::Duration max_clock_offset = absl::Milliseconds(500);
+  absl::Duration verify_interval = absl::Hours(1);  // R18 background verify; 0: off
+  uint64_t verify_rate = 100'000;                   // R18: rows/s scanned by verifies; 0: no limit
 
   uint64_t max_body_bytes = 10 << 20;  // SPEC §5: 10 MiB
   int http_threads = 0;                // 0: sized from the machine (HttpThreadsFor)

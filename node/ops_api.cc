@@ -1,5 +1,6 @@
 #include "node/ops_api.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <utility>
@@ -217,6 +218,7 @@ const std::vector<OpsApi::Operation>& OpsApi::Operations() {
       {"add_node", &OpsApi::AddNode, false},
       {"remove_node", &OpsApi::RemoveNode, false},
       {"cluster_status", &OpsApi::ClusterStatus, false},
+      {"verify", &OpsApi::Verify, false},
       {"create_backup", &OpsApi::CreateBackup, false},
       {"set_fault", &OpsApi::SetFault, true},
       {"clear_fault", &OpsApi::ClearFault, true},
@@ -626,6 +628,24 @@ Reply OpsApi::StreamedArray(
 
 // ---- Cluster and test hooks.
 
+namespace {
+
+json VerifiedJson(const absl::btree_map<std::string, replication::VerifyRecord>& records) {
+  json out = json::object();
+  for (const auto& [db, r] : records) {
+    json one{
+        {"verified_at", absl::FormatTime(absl::RFC3339_sec, r.verified_at, absl::UTCTimeZone())},
+        {"rows_compared", r.rows_compared},
+        {"rows_repaired", r.rows_repaired},
+        {"in_sync", r.in_sync}};
+    if (!r.error.empty()) one["error"] = r.error;
+    out[db] = std::move(one);
+  }
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<Reply> OpsApi::ClusterStatus(const Fields&) const {
   json connections = json::array();
   if (options_.cluster != nullptr) {
@@ -646,6 +666,8 @@ absl::StatusOr<Reply> OpsApi::ClusterStatus(const Fields&) const {
            {"clock_offset_ms", p.clock_offset_ms},
            // R17: entries from the peer parked until their table is defined here.
            {"parked_entries", p.parked_entries},
+           // R18: the last verify of each database with the peer.
+           {"verified", VerifiedJson(p.verified)},
            {"full_copy",
             {{"active", p.full_copy_active},
              {"percent", std::round(p.full_copy_percent * 10) / 10},
@@ -706,6 +728,68 @@ absl::StatusOr<Reply> OpsApi::AddNode(const Fields& f) const {
   if (options_.cluster == nullptr) return Error(ErrorCode::kInternal, "no cluster");
   CAIRN_RETURN_IF_ERROR(options_.cluster->AddPeer(route, /*persist=*/true));
   return JsonReply(Message(absl::StrCat("Successfully added '", name, "' to cluster")));
+}
+
+// {"operation": "verify", "database", "table"?, "node"?}: anti-entropy now (R18), against
+// `node` or every peer it can verify with; answers per peer and table.
+absl::StatusOr<Reply> OpsApi::Verify(const Fields& f) const {
+  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database(/*required=*/true));
+  std::optional<std::string> table;
+  if (f.Find("table") != nullptr) {
+    CAIRN_ASSIGN_OR_RETURN(table, f.Table());
+  }
+  if (options_.cluster == nullptr) return Error(ErrorCode::kInternal, "no cluster");
+  if (node_->catalog->Snapshot()->FindDatabase(db) == nullptr) {
+    return Error(ErrorCode::kDatabaseNotFound, absl::StrCat("database '", db, "' not found"));
+  }
+  if (table.has_value()) {
+    CAIRN_RETURN_IF_ERROR(node_->catalog->Snapshot()->FindTable(db, *table).status());
+  }
+  std::vector<std::string> peers = options_.cluster->VerifyPeers();
+  if (f.Find("node") != nullptr) {
+    CAIRN_ASSIGN_OR_RETURN(std::string node, f.String("node"));
+    if (std::find(peers.begin(), peers.end(), node) == peers.end()) {
+      return Error(ErrorCode::kNodeNotFound,
+                   absl::StrCat("'", node,
+                                "' is not a connected peer this node has a route to and can "
+                                "verify with (verify.v1)"));
+    }
+    peers = {node};
+  }
+  json answers = json::array();
+  uint64_t compared = 0, repaired = 0;
+  bool in_sync = true;
+  for (const std::string& peer : peers) {
+    replication::PeerVerify r = options_.cluster->anti_entropy()->Verify(peer, db, table);
+    json tables = json::array();
+    for (const replication::TableVerify& t : r.tables) {
+      json one{{"table", t.table},
+               {"rows_compared", t.rows_compared},
+               {"rows_repaired", t.rows_repaired()},
+               {"repaired_here", t.repaired_here},
+               {"repaired_there", t.repaired_there},
+               {"unsettled", t.unsettled},
+               {"conflicts", t.conflicts},
+               {"in_sync", t.skipped.empty() ? json(t.in_sync()) : json(nullptr)},
+               {"duration_ms", absl::ToInt64Milliseconds(t.duration)}};
+      if (!t.skipped.empty()) one["skipped"] = t.skipped;
+      compared += t.rows_compared;
+      repaired += t.rows_repaired();
+      if (t.skipped.empty() && !t.in_sync()) in_sync = false;
+      tables.push_back(std::move(one));
+    }
+    json answer{{"node", peer}, {"tables", std::move(tables)}};
+    if (!r.status.ok()) {
+      answer["error"] = std::string(r.status.message());
+      in_sync = false;
+    }
+    answers.push_back(std::move(answer));
+  }
+  return JsonReply(json{{"database", db},
+                        {"peers", std::move(answers)},
+                        {"rows_compared", compared},
+                        {"rows_repaired", repaired},
+                        {"in_sync", in_sync}});
 }
 
 absl::StatusOr<Reply> OpsApi::RemoveNode(const Fields& f) const {

@@ -87,6 +87,7 @@ class OpsApi {
   absl::StatusOr<Reply> AddNode(const Fields& f) const;
   absl::StatusOr<Reply> RemoveNode(const Fields& f) const;
   absl::StatusOr<Reply> ClusterStatus(const Fields& f) const;
+  absl::StatusOr<Reply> Verify(const Fields& f) const;
   absl::StatusOr<Reply> CreateBackup(const Fields& f) const;
   absl::StatusOr<Reply> SetFault(const Fields& f) const;
   absl::StatusOr<Reply> ClearFault(const Fields& f) const;

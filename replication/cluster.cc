@@ -119,6 +119,16 @@ class Cluster::Service final : public peer::v1::Peer::Service {
     return ToGrpc(s);
   }
 
+  // R18: one step of a peer's verify, answered from this node's store.
+  grpc::Status Verify(grpc::ServerContext* context, const peer::v1::VerifyRequest* request,
+                      peer::v1::VerifyResponse* response) override {
+    absl::StatusOr<std::string> peer = cluster_->Authenticate(*context);
+    if (!peer.ok()) return ToGrpc(peer.status());
+    if (cluster_->stopping()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "stopping");
+    if (cluster_->IsCut(*peer)) return CutStatus();
+    return ToGrpc(cluster_->anti_entropy()->Serve(*peer, *request, response));
+  }
+
   grpc::Status Forward(grpc::ServerContext* context, const peer::v1::ForwardRequest* request,
                        peer::v1::ForwardResponse* response) override {
     absl::StatusOr<std::string> peer = cluster_->Authenticate(*context);
@@ -221,6 +231,7 @@ Cluster::Cluster(catalog::LocalNode* node, ClusterOptions options)
     absl::ReaderMutexLock lock(&hook->mu);
     if (hook->cluster != nullptr) hook->cluster->OnCommit();
   });
+  anti_entropy_ = std::make_unique<AntiEntropy>(node_, this, options_.verify);
   absl::MutexLock lock(&mu_);
   for (PeerRoute r : options_.peers) {
     r.id = next_route_id_++;
@@ -264,6 +275,7 @@ absl::Status Cluster::Start() {
     dialers_[route.id] = std::thread([this, route] { Dial(route); });
   }
   trimmer_ = std::thread([this] { TrimLoop(); });
+  anti_entropy_->Start();
   return absl::OkStatus();
 }
 
@@ -448,6 +460,7 @@ void Cluster::Stop() {
     for (auto& [name, context] : dialing_) context->TryCancel();
   }
   for (auto& s : sessions) s->Cancel();
+  anti_entropy_->Stop();
   std::vector<std::thread> dialers;
   {
     absl::MutexLock lock(&mu_);
@@ -782,6 +795,7 @@ bool Cluster::IsCut(const std::string& peer) const {
 std::vector<PeerStatus> Cluster::Status() const {
   catalog::SnapshotRef snap = node_->catalog->Snapshot();
   const catalog::CatalogSnapshot empty;
+  const auto verified = anti_entropy_->Records();
   absl::MutexLock lock(&mu_);
   std::vector<PeerStatus> out;
   for (const auto& [name, state] : peers_) {
@@ -794,6 +808,10 @@ std::vector<PeerStatus> Cluster::Status() const {
     p.capabilities = state.capabilities;
     p.digests = state.digests;
     p.clock_offset_ms = state.clock_offset_ms;
+    for (auto it = verified.lower_bound({name, ""});
+         it != verified.end() && it->first.first == name; ++it) {
+      p.verified[it->first.second] = it->second;
+    }
     if (state.receiver != nullptr) {
       for (const auto& session : sessions_) {
         if (session.get() != state.receiver) continue;

@@ -33,6 +33,7 @@
 #include "cairn/peer/v1/peer.grpc.pb.h"
 #include "catalog/local_node.h"
 #include "grpcpp/server_builder.h"
+#include "replication/anti_entropy.h"
 #include "replication/clock_bound.h"
 #include "replication/schema_sync.h"
 
@@ -70,6 +71,7 @@ struct ClusterOptions {
   absl::Duration trim_interval = absl::Seconds(10);
   // R16: how far ahead of this node's wall clock a peer's clock and stamps may be.
   absl::Duration max_clock_offset = absl::Milliseconds(500);
+  AntiEntropyOptions verify;  // R18
 };
 
 // R10: one peer's answer to a forwarded drop.
@@ -101,8 +103,9 @@ struct PeerStatus {
   int64_t clock_offset_ms = 0;
   // R17: its entries parked here until their table is defined, and how old the oldest is.
   uint64_t parked_entries = 0;
-  int64_t oldest_parked_ms = 0;                    // wall ms the oldest was parked; 0: none
-  absl::btree_map<std::string, uint64_t> cursors;  // last applied seq of its log, per database
+  int64_t oldest_parked_ms = 0;                         // wall ms the oldest was parked; 0: none
+  absl::btree_map<std::string, uint64_t> cursors;       // last applied seq of its log, per database
+  absl::btree_map<std::string, VerifyRecord> verified;  // R18: the last verify, per database
 };
 
 class LinkSession;
@@ -187,6 +190,14 @@ class Cluster {
   const ClockBound& clock_bound() const { return clock_bound_; }
   // The offset a peer's Hello showed (R16), for cluster_status.
   void RecordClockOffset(const std::string& peer, int64_t offset_ms) ABSL_LOCKS_EXCLUDED(mu_);
+  // R18: anti-entropy, both sides (replication/anti_entropy.h).
+  AntiEntropy* anti_entropy() { return anti_entropy_.get(); }
+  // One Verify call to `peer` over its route, with a deadline. UNAVAILABLE when it has no
+  // route from here, is cut, or does not answer.
+  absl::Status CallVerify(const std::string& peer, const peer::v1::VerifyRequest& request,
+                          peer::v1::VerifyResponse* response) ABSL_LOCKS_EXCLUDED(mu_);
+  // Connected peers with a route from here that advertised verify.v1, by name.
+  std::vector<std::string> VerifyPeers() const ABSL_LOCKS_EXCLUDED(mu_);
   // Counts a LinkMessage this node does not understand (R1).
   void CountUnknownMessage() { unknown_messages_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t unknown_messages() const { return unknown_messages_.load(); }
@@ -249,6 +260,7 @@ class Cluster {
   std::vector<uint64_t> ended_dialers_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> cut_ ABSL_GUARDED_BY(mu_);  // peers cut off by a test hook
   std::thread trimmer_;                                        // started by Start, joined by Stop
+  std::unique_ptr<AntiEntropy> anti_entropy_;  // constructed with the Cluster, stopped by Stop
 };
 
 }  // namespace cairn::replication

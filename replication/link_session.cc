@@ -8,6 +8,7 @@
 #include "common/fault.h"
 #include "common/fault_points.h"
 #include "common/status.h"
+#include "replication/anti_entropy.h"
 #include "replication/cluster.h"
 #include "replication/schema_sync.h"
 #include "spdlog/spdlog.h"
@@ -173,6 +174,7 @@ void LinkSession::WriterLoop() {
   hello.mutable_hello()->add_capabilities(kSchemaCapability);
   hello.mutable_hello()->add_capabilities(kRecordsCapability);
   hello.mutable_hello()->add_capabilities(kEchoCapability);
+  hello.mutable_hello()->add_capabilities(kVerifyCapability);
   hello.mutable_hello()->set_log_id(cluster_->node()->log->log_id());
   hello.mutable_hello()->set_wall_ms(absl::ToUnixMillis(cluster_->node()->hlc->WallNow()));
   if (!stream_->Write(hello)) return;

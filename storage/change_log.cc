@@ -123,6 +123,11 @@ uint64_t ChangeLog::Sequencer::watermark() const {
   return watermark_;
 }
 
+uint64_t ChangeLog::Sequencer::reserved() const {
+  absl::MutexLock lock(&mu_);
+  return next_ - 1;
+}
+
 absl::Status ChangeLog::ForgetIdentity(Engine* engine) {
   rocksdb::WriteBatch batch;
   // why ignored: WriteBatch::Delete/DeleteRange only fail beyond 4 GiB.
@@ -399,6 +404,11 @@ void ChangeLog::Append(rocksdb::WriteBatch* batch, absl::string_view db, uint64_
 uint64_t ChangeLog::CommittedSeq(absl::string_view db) {
   Sequencer* seq = Find(db);
   return seq == nullptr ? 0 : seq->watermark();
+}
+
+uint64_t ChangeLog::ReservedSeq(absl::string_view db) {
+  Sequencer* seq = Find(db);
+  return seq == nullptr ? 0 : seq->reserved();
 }
 
 }  // namespace cairn::storage

@@ -133,6 +133,9 @@ class ChangeLog {
 
   // Every entry at or below this seq is committed (or a gap). 0 when the log is empty.
   uint64_t CommittedSeq(absl::string_view db) ABSL_LOCKS_EXCLUDED(mu_);
+  // The highest seq handed out so far (0 when none): the entry of every row visible now is
+  // at or below it, even one whose reservation is not released yet (anti-entropy, R18).
+  uint64_t ReservedSeq(absl::string_view db) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Per-database state. Exposed only for Reservation.
   class Sequencer {
@@ -155,6 +158,7 @@ class ChangeLog {
     uint64_t trimmed() const ABSL_LOCKS_EXCLUDED(mu_);
     void set_trimmed(uint64_t t) ABSL_LOCKS_EXCLUDED(mu_);
     uint64_t watermark() const ABSL_LOCKS_EXCLUDED(mu_);
+    uint64_t reserved() const ABSL_LOCKS_EXCLUDED(mu_);  // next_ - 1
     // Numbers a restart skipped, [first, last], which hold no entry (retention by count
     // does not count them).
     void AddHole(uint64_t first, uint64_t last) ABSL_LOCKS_EXCLUDED(mu_);

@@ -1,0 +1,603 @@
+#include "replication/anti_entropy.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/fault_points.h"
+#include "common/status.h"
+#include "replication/cluster.h"
+#include "spdlog/spdlog.h"
+#include "storage/keys.h"
+
+namespace cairn::replication {
+
+using catalog::RowStamp;
+using catalog::TableRef;
+using storage::v1::ChangeEntry;
+using storage::v1::StoredRecord;
+
+namespace {
+
+// What the callee accepts per step (a peer's values are input to check).
+constexpr size_t kMaxKeysPerStep = 10'000;
+constexpr uint32_t kMaxWaitMs = 30'000;
+constexpr absl::Duration kCursorPoll = absl::Milliseconds(20);
+
+ChangeEntry EntryOf(const std::string& table, absl::string_view key, const StoredRecord& row,
+                    bool with_body) {
+  ChangeEntry e;
+  e.set_table(table);
+  e.set_op(row.deleted() ? storage::v1::DELETE : storage::v1::PUT);
+  e.set_key(std::string(key));
+  e.set_version(row.version());
+  e.set_origin(row.origin());
+  e.set_row_generation(row.row_generation());
+  if (with_body && !row.deleted()) e.set_json(row.json());
+  return e;
+}
+
+ChangeEntry EntryOf(const std::string& table, const RowStamp& s) {
+  ChangeEntry e;
+  e.set_table(table);
+  e.set_op(s.deleted ? storage::v1::DELETE : storage::v1::PUT);
+  e.set_key(s.key);
+  e.set_version(s.version);
+  e.set_origin(s.origin);
+  e.set_row_generation(s.row_generation);
+  return e;
+}
+
+RowStamp StampOf(const ChangeEntry& e) {
+  RowStamp s;
+  s.key = e.key();
+  s.version = e.version();
+  s.origin = e.origin();
+  s.row_generation = e.row_generation();
+  s.deleted = e.op() == storage::v1::DELETE;
+  return s;
+}
+
+// True when `row` (stored here, maybe absent) loses last-writer-wins to `stamp` (D5).
+bool Loses(const std::optional<StoredRecord>& row, Hlc version, absl::string_view origin) {
+  return !row.has_value() || catalog::LosesTo(row->version(), row->origin(), version, origin);
+}
+
+bool Same(const StoredRecord& row, const RowStamp& s) {
+  return row.version() == s.version && row.origin() == s.origin;
+}
+
+TableVerify Skipped(const std::string& table, const std::string& why) {
+  TableVerify t;
+  t.table = table;
+  t.skipped = why;
+  return t;
+}
+
+bool Dropping(const absl::Status& s) { return GetErrorCode(s) == ErrorCode::kTableDropping; }
+
+std::vector<std::string> KeysOf(const std::vector<RowStamp>& stamps) {
+  std::vector<std::string> keys;
+  keys.reserve(stamps.size());
+  for (const RowStamp& s : stamps) keys.push_back(s.key);
+  return keys;
+}
+
+}  // namespace
+
+AntiEntropy::AntiEntropy(catalog::LocalNode* node, Cluster* cluster, AntiEntropyOptions options)
+    : node_(node), cluster_(cluster), options_(options) {
+  if (options_.rate > 0) {
+    limiter_.reset(rocksdb::NewGenericRateLimiter(static_cast<int64_t>(options_.rate)));
+  }
+}
+
+AntiEntropy::~AntiEntropy() { Stop(); }
+
+void AntiEntropy::Start() {
+  if (options_.interval <= absl::ZeroDuration() || options_.interval == absl::InfiniteDuration()) {
+    return;
+  }
+  loop_ = std::thread([this] { Loop(); });
+}
+
+void AntiEntropy::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (loop_.joinable()) loop_.join();
+}
+
+void AntiEntropy::Loop() {
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), options_.interval)) return;
+    }
+    for (const std::string& peer : cluster_->VerifyPeers()) {
+      catalog::SnapshotRef snap = node_->catalog->Snapshot();
+      for (const auto& [db, def] : snap->databases) {
+        {
+          absl::MutexLock lock(&mu_);
+          if (stopping_) return;
+        }
+        PeerVerify r = Verify(peer, db);
+        if (!r.status.ok()) {
+          spdlog::warn("[{}] verify of '{}' with {}: {}", node_->records->node_name(), db, peer,
+                       r.status.ToString());
+        }
+      }
+    }
+  }
+}
+
+Hlc AntiEntropy::SettledBefore() const {
+  const absl::Duration retention = node_->engine->options().tombstone_retention;
+  if (retention == absl::InfiniteDuration()) return 0;
+  const int64_t ms = absl::ToUnixMillis(absl::Now() - retention / 2);
+  return ms <= 0 ? 0 : HybridClock::Make(static_cast<uint64_t>(ms), 0);
+}
+
+catalog::DigestScanOptions AntiEntropy::ScanOptions(Hlc settled_before) {
+  catalog::DigestScanOptions o;
+  o.settled_before = settled_before;
+  if (limiter_ != nullptr) {
+    rocksdb::RateLimiter* limiter = limiter_.get();
+    o.pace = [limiter](uint64_t rows) {
+      const int64_t burst = std::max<int64_t>(1, limiter->GetSingleBurstBytes());
+      for (int64_t left = static_cast<int64_t>(rows); left > 0; left -= burst) {
+        limiter->Request(std::min(left, burst), rocksdb::Env::IO_LOW, nullptr,
+                         rocksdb::RateLimiter::OpType::kRead);
+      }
+    };
+  }
+  return o;
+}
+
+PeerVerify AntiEntropy::Verify(const std::string& peer, const std::string& db,
+                               const std::optional<std::string>& table) {
+  PeerVerify out;
+  out.peer = peer;
+  out.database = db;
+  catalog::SnapshotRef snap = node_->catalog->Snapshot();
+  const catalog::DatabaseDef* database = snap->FindDatabase(db);
+  if (database == nullptr) {
+    out.status = Error(ErrorCode::kDatabaseNotFound, absl::StrCat("database '", db, "' not found"));
+    return out;
+  }
+  std::vector<TableRef> tables;
+  if (table.has_value()) {
+    auto def = snap->FindTable(db, *table);
+    if (!def.ok()) {
+      out.status = def.status();
+      return out;
+    }
+    tables.push_back(*def);
+  } else {
+    for (const auto& [name, def] : database->tables) tables.push_back(def);
+  }
+  const Exclusions exclusions = cluster_->ExclusionsFor(peer);
+  for (const TableRef& def : tables) {
+    if (!def->replicate()) {
+      out.tables.push_back(Skipped(def->name(), "node-local (C11)"));
+      continue;
+    }
+    if (exclusions.Excludes(db, def->name())) {
+      out.tables.push_back(Skipped(def->name(), "excluded by this node's route (R11)"));
+      continue;
+    }
+    absl::Status error;
+    out.tables.push_back(VerifyTable(peer, def, &error));
+    if (!error.ok()) {
+      out.status = error;
+      break;
+    }
+  }
+  out.finished = absl::Now();
+  Record(out);
+  return out;
+}
+
+void AntiEntropy::Record(const PeerVerify& result) {
+  VerifyRecord r;
+  r.verified_at = result.finished;
+  r.in_sync = result.status.ok();
+  r.error = result.status.ok() ? "" : result.status.ToString();
+  for (const TableVerify& t : result.tables) {
+    r.rows_compared += t.rows_compared;
+    r.rows_repaired += t.rows_repaired();
+    if (t.skipped.empty() && !t.in_sync()) r.in_sync = false;
+  }
+  runs_total_.fetch_add(1);
+  absl::MutexLock lock(&mu_);
+  records_[{result.peer, result.database}] = std::move(r);
+}
+
+absl::btree_map<std::pair<std::string, std::string>, VerifyRecord> AntiEntropy::Records() const {
+  absl::MutexLock lock(&mu_);
+  return records_;
+}
+
+absl::Status AntiEntropy::Call(const std::string& peer, const TableRef& def,
+                               peer::v1::VerifyRequest* request,
+                               peer::v1::VerifyResponse* response) {
+  peer::v1::VerifyTable* t = request->mutable_table();
+  t->set_database(def->database());
+  t->set_table(def->name());
+  t->set_created_time(def->created_time());
+  return cluster_->CallVerify(peer, *request, response);
+}
+
+TableVerify AntiEntropy::VerifyTable(const std::string& peer, const TableRef& def,
+                                     absl::Status* error) {
+  const absl::Time start = absl::Now();
+  TableVerify out;
+  out.table = def->name();
+  auto finish = [&](absl::Status s) {
+    if (Dropping(s)) {  // C9: the table went while we compared it
+      out.skipped = "dropped during the verify";
+      s = absl::OkStatus();
+    }
+    *error = s;
+    out.duration = absl::Now() - start;
+    rows_compared_total_.fetch_add(out.rows_compared);
+    rows_repaired_total_.fetch_add(out.repaired_here);  // the peer counts its own
+    micros_total_.fetch_add(static_cast<uint64_t>(absl::ToInt64Microseconds(out.duration)));
+    if (out.rows_repaired() > 0 || out.conflicts > 0) {
+      spdlog::warn(
+          "[{}] verify of {} with {}: {} row(s) repaired here, {} there, {} conflict(s), {} "
+          "unsettled",
+          node_->records->node_name(), def->QualifiedName(), peer, out.repaired_here,
+          out.repaired_there, out.conflicts, out.unsettled);
+    }
+    return out;
+  };
+
+  // 1. Digests: ours, then the peer's leaves under every branch that differs.
+  const Hlc settled = SettledBefore();
+  auto count = node_->records->RecordCount(*def);
+  if (!count.ok()) return finish(count.status());
+  const int depth = catalog::DepthFor(*count);
+  auto tree = node_->records->Digest(def, depth, ScanOptions(settled));
+  if (!tree.ok()) return finish(tree.status());
+  peer::v1::VerifyRequest request;
+  peer::v1::VerifyResponse response;
+  peer::v1::VerifyDigest* digest = request.mutable_digest();
+  digest->set_depth(static_cast<uint32_t>(depth));
+  digest->set_settled_before(settled);
+  for (uint64_t b : tree->Level(depth - 1)) digest->add_branches(b);
+  if (absl::Status s = Call(peer, def, &request, &response); !s.ok()) return finish(s);
+  if (!response.skipped().empty()) {
+    out.skipped = absl::StrCat(peer, ": ", response.skipped());
+    return finish(absl::OkStatus());
+  }
+  const peer::v1::VerifyDigestAnswer& theirs = response.digest();
+  out.rows_compared = std::max<uint64_t>(tree->rows(), theirs.rows());
+  constexpr uint32_t kFanout = 1u << catalog::kDigestFanoutBits;
+  if (static_cast<size_t>(theirs.leaves_size()) !=
+      static_cast<size_t>(theirs.differing_branches_size()) * kFanout) {
+    return finish(absl::DataLossError(absl::StrCat(peer, " answered a malformed digest")));
+  }
+  std::vector<uint32_t> leaves;
+  for (int i = 0; i < theirs.differing_branches_size(); ++i) {
+    const uint32_t branch = theirs.differing_branches(i);
+    if (branch >= tree->leaf_count() / kFanout) {
+      return finish(absl::DataLossError(absl::StrCat(peer, " answered a malformed digest")));
+    }
+    for (uint32_t j = 0; j < kFanout; ++j) {
+      const uint32_t leaf = branch * kFanout + j;
+      if (tree->leaves()[leaf] != theirs.leaves(i * kFanout + j)) leaves.push_back(leaf);
+    }
+  }
+  out.differing_leaves = leaves.size();
+  if (leaves.empty()) return finish(absl::OkStatus());
+
+  // 2. The stamps of the differing leaves, page by page on both sides at once: each round
+  //    compares keys up to where the shorter page ends.
+  std::string after;
+  for (;;) {
+    request.Clear();
+    response.Clear();
+    peer::v1::VerifyStamps* stamps = request.mutable_stamps();
+    stamps->set_depth(static_cast<uint32_t>(depth));
+    for (uint32_t leaf : leaves) stamps->add_leaves(leaf);
+    stamps->set_after_key(after);
+    stamps->set_limit(options_.page);
+    if (absl::Status s = Call(peer, def, &request, &response); !s.ok()) return finish(s);
+    if (!response.skipped().empty()) {
+      out.skipped = absl::StrCat(peer, ": ", response.skipped());
+      return finish(absl::OkStatus());
+    }
+    auto mine =
+        node_->records->LeafStamps(def, depth, leaves, after, options_.page, ScanOptions(settled));
+    if (!mine.ok()) return finish(mine.status());
+    const uint64_t own_seq = node_->log->ReservedSeq(def->database());
+    std::vector<RowStamp> remote;
+    for (const ChangeEntry& e : response.stamps().stamps()) remote.push_back(StampOf(e));
+    if (!std::is_sorted(remote.begin(), remote.end(),
+                        [](const RowStamp& a, const RowStamp& b) { return a.key < b.key; })) {
+      return finish(absl::DataLossError(absl::StrCat(peer, " answered stamps out of order")));
+    }
+    std::optional<std::string> end;
+    if (response.stamps().more() && !remote.empty()) end = remote.back().key;
+    if (mine->more && !mine->stamps.empty() && (!end || mine->stamps.back().key < *end)) {
+      end = mine->stamps.back().key;
+    }
+    auto beyond = [&](const RowStamp& s) { return end.has_value() && s.key > *end; };
+    mine->stamps.erase(std::remove_if(mine->stamps.begin(), mine->stamps.end(), beyond),
+                       mine->stamps.end());
+    remote.erase(std::remove_if(remote.begin(), remote.end(), beyond), remote.end());
+    catalog::StampDiff diff = catalog::DiffStamps(mine->stamps, remote, settled);
+    out.conflicts += diff.conflicts;
+    if (absl::Status s = Settle(peer, def, diff, response.stamps().log_id(),
+                                response.stamps().reserved_seq(), own_seq, &out);
+        !s.ok()) {
+      return finish(s);
+    }
+    if (!end.has_value()) break;
+    after = *end;
+  }
+  return finish(absl::OkStatus());
+}
+
+absl::Status AntiEntropy::Settle(const std::string& peer, const TableRef& def,
+                                 const catalog::StampDiff& diff, uint64_t peer_log_id,
+                                 uint64_t peer_seq, uint64_t own_seq, TableVerify* out) {
+  const std::string& db = def->database();
+  peer::v1::VerifyRequest request;
+  peer::v1::VerifyResponse response;
+
+  // 3. Rows the peer holds newer: once this node's cursor on the peer's log has passed where
+  //    the peer stood, those still older here and unchanged there are divergence.
+  if (!diff.pull.empty()) {
+    if (!WaitForCursor(peer, db, peer_log_id, peer_seq, options_.catch_up_wait)) {
+      out->unsettled += diff.pull.size();
+    } else {
+      CAIRN_ASSIGN_OR_RETURN(auto here, node_->records->ReadStored(def, KeysOf(diff.pull)));
+      std::vector<const RowStamp*> wanted;
+      for (size_t i = 0; i < diff.pull.size(); ++i) {
+        if (Loses(here[i], diff.pull[i].version, diff.pull[i].origin)) {
+          wanted.push_back(&diff.pull[i]);
+          request.mutable_rows()->add_keys(diff.pull[i].key);
+        }
+      }
+      if (!wanted.empty()) {
+        CAIRN_RETURN_IF_ERROR(Call(peer, def, &request, &response));
+        if (!response.skipped().empty())
+          return Error(ErrorCode::kTableDropping, response.skipped());
+        std::vector<ChangeEntry> apply;
+        size_t next = 0;
+        for (const ChangeEntry& row : response.rows().rows()) {
+          while (next < wanted.size() && wanted[next]->key != row.key()) {
+            ++out->unsettled;  // gone there since
+            ++next;
+          }
+          if (next == wanted.size()) break;
+          const RowStamp& stamp = *wanted[next++];
+          if (row.version() != stamp.version || row.origin() != stamp.origin) {
+            ++out->unsettled;  // changed there since: in flight again
+            continue;
+          }
+          apply.push_back(row);
+          apply.back().set_table(def->name());
+        }
+        out->unsettled += wanted.size() - next;
+        if (!apply.empty()) {
+          peer::v1::ChangeBatch check;
+          for (const ChangeEntry& e : apply) *check.add_entries() = e;
+          CAIRN_RETURN_IF_ERROR(cluster_->clock_bound().CheckBatch(check, peer));  // R16
+          CAIRN_RETURN_IF_ERROR(
+              CAIRN_FAULT(node_->catalog->options().faults, fault_points::kVerifyBeforeRepair));
+          std::vector<ChangeEntry> unapplied;
+          CAIRN_ASSIGN_OR_RETURN(catalog::ApplyStats stats,
+                                 node_->records->ApplyPeerEntries(db, apply, nullptr, &unapplied));
+          out->repaired_here += stats.applied;
+        }
+      }
+    }
+  }
+
+  // 4, 5. Rows this node holds newer: the peer says which it still lacks once its cursor on
+  //    this node's log has passed own_seq; those unchanged here go to it.
+  if (!diff.push.empty()) {
+    request.Clear();
+    response.Clear();
+    peer::v1::VerifyBehind* behind = request.mutable_behind();
+    for (const RowStamp& s : diff.push) *behind->add_stamps() = EntryOf(def->name(), s);
+    behind->set_log_id(node_->log->log_id());
+    behind->set_reserved_seq(own_seq);
+    behind->set_wait_ms(static_cast<uint32_t>(
+        std::min<int64_t>(absl::ToInt64Milliseconds(options_.catch_up_wait), kMaxWaitMs)));
+    CAIRN_RETURN_IF_ERROR(Call(peer, def, &request, &response));
+    if (!response.skipped().empty()) return Error(ErrorCode::kTableDropping, response.skipped());
+    if (!response.behind().caught_up()) {
+      out->unsettled += diff.push.size();
+      return absl::OkStatus();
+    }
+    std::vector<std::string> keys(response.behind().keys().begin(), response.behind().keys().end());
+    if (keys.empty()) return absl::OkStatus();
+    if (keys.size() > diff.push.size()) {
+      return absl::DataLossError(absl::StrCat(peer, " answered more keys than it was asked"));
+    }
+    CAIRN_ASSIGN_OR_RETURN(auto here, node_->records->ReadStored(def, keys));
+    request.Clear();
+    response.Clear();
+    for (size_t i = 0; i < keys.size(); ++i) {
+      auto stamp = std::find_if(diff.push.begin(), diff.push.end(),
+                                [&](const RowStamp& s) { return s.key == keys[i]; });
+      if (stamp == diff.push.end() || !here[i].has_value() || !Same(*here[i], *stamp)) {
+        ++out->unsettled;  // changed here since: in flight again
+        continue;
+      }
+      *request.mutable_repair()->add_rows() = EntryOf(def->name(), keys[i], *here[i], true);
+    }
+    if (request.repair().rows_size() == 0) return absl::OkStatus();
+    CAIRN_RETURN_IF_ERROR(
+        CAIRN_FAULT(node_->catalog->options().faults, fault_points::kVerifyBeforeRepair));
+    CAIRN_RETURN_IF_ERROR(Call(peer, def, &request, &response));
+    if (!response.skipped().empty()) return Error(ErrorCode::kTableDropping, response.skipped());
+    out->repaired_there += response.repair().applied();
+  }
+  return absl::OkStatus();
+}
+
+bool AntiEntropy::WaitForCursor(const std::string& peer, const std::string& db, uint64_t log_id,
+                                uint64_t seq, absl::Duration wait) {
+  const absl::Time deadline = absl::Now() + wait;
+  const std::string key = storage::CursorKey(peer, db);
+  for (;;) {
+    std::string value;
+    bool found = false;
+    storage::v1::ReplicaCursor cursor;
+    if (node_->engine->Get(storage::Cf::kMeta, key, &value, &found).ok() && found &&
+        cursor.ParseFromString(value) && cursor.log_id() == log_id && !cursor.has_copy() &&
+        cursor.seq() >= seq) {
+      return true;
+    }
+    if (seq == 0 && log_id != 0) return true;  // the peer's log was empty
+    if (absl::Now() >= deadline || cluster_->stopping()) return false;
+    absl::SleepFor(kCursorPoll);
+  }
+}
+
+absl::Status AntiEntropy::Serve(const std::string& peer, const peer::v1::VerifyRequest& request,
+                                peer::v1::VerifyResponse* response) {
+  const peer::v1::VerifyTable& t = request.table();
+  catalog::SnapshotRef snap = node_->catalog->Snapshot();
+  auto found = snap->FindTable(t.database(), t.table());
+  if (!found.ok()) {
+    response->set_skipped(Dropping(found.status()) ? "dropping" : "not live here");
+    return absl::OkStatus();
+  }
+  const TableRef& def = *found;
+  if (!def->replicate()) {
+    response->set_skipped("node-local here (C11)");
+    return absl::OkStatus();
+  }
+  if (def->created_time() != t.created_time()) {
+    response->set_skipped(
+        absl::StrCat("another generation here (created_time ", def->created_time(), ")"));
+    return absl::OkStatus();
+  }
+  if (cluster_->ExclusionsFor(peer).Excludes(t.database(), t.table())) {
+    response->set_skipped("excluded by its route (R11)");
+    return absl::OkStatus();
+  }
+  auto served = [&](absl::Status s) {
+    if (Dropping(s)) {
+      response->Clear();
+      response->set_skipped("dropped during the verify");
+      return absl::OkStatus();
+    }
+    return s;
+  };
+  auto depth_ok = [](uint32_t depth) { return depth >= 1 && depth <= catalog::kMaxDigestDepth; };
+  constexpr uint32_t kFanout = 1u << catalog::kDigestFanoutBits;
+
+  switch (request.step_case()) {
+    case peer::v1::VerifyRequest::kDigest: {
+      const peer::v1::VerifyDigest& d = request.digest();
+      const size_t branches = size_t{1} << (catalog::kDigestFanoutBits * (d.depth() - 1));
+      if (!depth_ok(d.depth()) || static_cast<size_t>(d.branches_size()) != branches) {
+        return absl::InvalidArgumentError("verify digest: bad depth or branch count");
+      }
+      auto tree =
+          node_->records->Digest(def, static_cast<int>(d.depth()), ScanOptions(d.settled_before()));
+      if (!tree.ok()) return served(tree.status());
+      peer::v1::VerifyDigestAnswer* a = response->mutable_digest();
+      a->set_rows(tree->rows());
+      const std::vector<uint64_t> mine = tree->Level(static_cast<int>(d.depth()) - 1);
+      for (size_t b = 0; b < mine.size(); ++b) {
+        if (mine[b] == d.branches(static_cast<int>(b))) continue;
+        a->add_differing_branches(static_cast<uint32_t>(b));
+        for (uint32_t j = 0; j < kFanout; ++j) a->add_leaves(tree->leaves()[b * kFanout + j]);
+      }
+      return absl::OkStatus();
+    }
+    case peer::v1::VerifyRequest::kStamps: {
+      const peer::v1::VerifyStamps& s = request.stamps();
+      if (!depth_ok(s.depth()) || static_cast<size_t>(s.leaves_size()) > (1u << 16) ||
+          s.limit() > kMaxKeysPerStep) {
+        return absl::InvalidArgumentError("verify stamps: bad depth, leaves or limit");
+      }
+      std::vector<uint32_t> leaves(s.leaves().begin(), s.leaves().end());
+      auto page =
+          node_->records->LeafStamps(def, static_cast<int>(s.depth()), leaves, s.after_key(),
+                                     s.limit() == 0 ? 1000 : s.limit(), ScanOptions(0));
+      if (!page.ok()) return served(page.status());
+      peer::v1::VerifyStampsAnswer* a = response->mutable_stamps();
+      for (const RowStamp& stamp : page->stamps) *a->add_stamps() = EntryOf(t.table(), stamp);
+      a->set_more(page->more);
+      a->set_log_id(node_->log->log_id());
+      a->set_reserved_seq(node_->log->ReservedSeq(t.database()));  // after the scan
+      return absl::OkStatus();
+    }
+    case peer::v1::VerifyRequest::kRows: {
+      const auto& keys = request.rows().keys();
+      if (static_cast<size_t>(keys.size()) > kMaxKeysPerStep) {
+        return absl::InvalidArgumentError("verify rows: too many keys");
+      }
+      std::vector<std::string> wanted(keys.begin(), keys.end());
+      auto rows = node_->records->ReadStored(def, wanted);
+      if (!rows.ok()) return served(rows.status());
+      for (size_t i = 0; i < wanted.size(); ++i) {
+        if ((*rows)[i].has_value()) {
+          *response->mutable_rows()->add_rows() = EntryOf(t.table(), wanted[i], *(*rows)[i], true);
+        }
+      }
+      return absl::OkStatus();
+    }
+    case peer::v1::VerifyRequest::kBehind: {
+      const peer::v1::VerifyBehind& b = request.behind();
+      if (static_cast<size_t>(b.stamps_size()) > kMaxKeysPerStep) {
+        return absl::InvalidArgumentError("verify behind: too many stamps");
+      }
+      peer::v1::VerifyBehindAnswer* a = response->mutable_behind();
+      if (!WaitForCursor(peer, t.database(), b.log_id(), b.reserved_seq(),
+                         absl::Milliseconds(std::min(b.wait_ms(), kMaxWaitMs)))) {
+        a->set_caught_up(false);
+        return absl::OkStatus();
+      }
+      a->set_caught_up(true);
+      std::vector<std::string> keys;
+      for (const ChangeEntry& e : b.stamps()) keys.push_back(e.key());
+      auto rows = node_->records->ReadStored(def, keys);
+      if (!rows.ok()) return served(rows.status());
+      for (size_t i = 0; i < keys.size(); ++i) {
+        const ChangeEntry& e = b.stamps(static_cast<int>(i));
+        if (Loses((*rows)[i], e.version(), e.origin())) a->add_keys(keys[i]);
+      }
+      return absl::OkStatus();
+    }
+    case peer::v1::VerifyRequest::kRepair: {
+      const auto& rows = request.repair().rows();
+      if (static_cast<size_t>(rows.size()) > kMaxKeysPerStep) {
+        return absl::InvalidArgumentError("verify repair: too many rows");
+      }
+      peer::v1::ChangeBatch check;
+      std::vector<ChangeEntry> apply;
+      for (const ChangeEntry& e : rows) {
+        apply.push_back(e);
+        apply.back().set_table(t.table());  // only this table is repaired by this step
+        *check.add_entries() = apply.back();
+      }
+      CAIRN_RETURN_IF_ERROR(cluster_->clock_bound().CheckBatch(check, peer));  // R16
+      std::vector<ChangeEntry> unapplied;
+      auto stats = node_->records->ApplyPeerEntries(t.database(), apply, nullptr, &unapplied);
+      if (!stats.ok()) return served(stats.status());
+      response->mutable_repair()->set_applied(stats->applied);
+      rows_repaired_total_.fetch_add(stats->applied);
+      if (stats->applied > 0) {
+        spdlog::warn("[{}] verify by {}: {} row(s) of {} repaired here",
+                     node_->records->node_name(), peer, stats->applied, def->QualifiedName());
+      }
+      return absl::OkStatus();
+    }
+    case peer::v1::VerifyRequest::STEP_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError("verify: no step (a newer peer's request?)");
+}
+
+}  // namespace cairn::replication

@@ -1,0 +1,147 @@
+// AntiEntropy: finds and repairs divergence between this node and its peers (SPEC R18, design
+// 0007). Both sides of the Verify call: as caller it compares one table generation at a time
+// with a peer, top-down through digest trees (catalog/table_digest.h), then key by key in the
+// differing leaves, and repairs each side by a merging apply (D5, RecordStore::ApplyPeerEntries:
+// never a newer row deleted, only a newer tombstone removes one, every repaired row logged and
+// relayed like any applied write); as callee it answers those steps from its own store.
+//
+// In-flight rows are not divergence. A row one side holds newer is repaired only once the
+// other side's cursor on the holder's log has passed the holder's log position taken after
+// reading it (so replication had every chance to deliver it), the row is still older there,
+// and the holder's row is unchanged (a changed row is in flight again). Anything else is
+// counted `unsettled` and left to the next verify.
+//
+// Runs on demand (Verify, the `verify` operation) and in the background every `interval`
+// against every connected peer that speaks verify.v1 and has a route from here, one table at a
+// time. Scans on this node — its own and those it serves — share one rate limit in rows/s.
+// Node-local and excluded tables are skipped; a drop during a verify ends that table's
+// comparison (C9: scans hold admission tokens and stop at a drop).
+//
+// Thread-safe. Lock order: mu_ is a leaf; no lock is held across a call, a scan or a write.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/btree_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "cairn/peer/v1/peer.pb.h"
+#include "catalog/local_node.h"
+#include "rocksdb/rate_limiter.h"
+
+namespace cairn::replication {
+
+class Cluster;
+
+inline constexpr char kVerifyCapability[] = "verify.v1";
+
+struct AntiEntropyOptions {
+  absl::Duration interval = absl::Hours(1);  // background runs; 0: none
+  uint64_t rate = 100'000;                   // rows/s scanned by verifies on this node; 0: no limit
+  // How long a side waits for its cursor on the other's log before it leaves a difference
+  // unsettled.
+  absl::Duration catch_up_wait = absl::Seconds(10);
+  uint32_t page = 4096;  // stamps per step
+};
+
+// One table's comparison with one peer.
+struct TableVerify {
+  std::string table;
+  std::string skipped;  // why it was not compared (empty: compared)
+  uint64_t rows_compared = 0;
+  uint64_t repaired_here = 0;   // rows this node took from the peer
+  uint64_t repaired_there = 0;  // rows the peer took from this node
+  uint64_t unsettled = 0;       // differences left to the next verify (in flight)
+  uint64_t conflicts = 0;       // same write, other stamps (catalog::StampDiff)
+  uint64_t differing_leaves = 0;
+  absl::Duration duration;
+  uint64_t rows_repaired() const { return repaired_here + repaired_there; }
+  bool in_sync() const { return skipped.empty() && unsettled == 0 && conflicts == 0; }
+};
+
+// One database's comparison with one peer.
+struct PeerVerify {
+  std::string peer;
+  std::string database;
+  absl::Status status;  // a failed call or scan; tables holds what was done before it
+  std::vector<TableVerify> tables;
+  absl::Time finished;
+};
+
+// cluster_status, per peer and database: the last verify.
+struct VerifyRecord {
+  absl::Time verified_at = absl::InfinitePast();
+  uint64_t rows_compared = 0;
+  uint64_t rows_repaired = 0;
+  bool in_sync = false;
+  std::string error;
+};
+
+class AntiEntropy {
+ public:
+  AntiEntropy(catalog::LocalNode* node, Cluster* cluster, AntiEntropyOptions options);
+  ~AntiEntropy();  // Stop()
+
+  // The background loop. Start once; Stop is idempotent and waits for a run to end.
+  void Start() ABSL_LOCKS_EXCLUDED(mu_);
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Compares `db` (every replicated table, or only `table`) with `peer` now.
+  PeerVerify Verify(const std::string& peer, const std::string& db,
+                    const std::optional<std::string>& table = std::nullopt)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The callee's side of one step, for the peer service. Errors are the call's status.
+  absl::Status Serve(const std::string& peer, const peer::v1::VerifyRequest& request,
+                     peer::v1::VerifyResponse* response);
+
+  absl::btree_map<std::pair<std::string, std::string>, VerifyRecord> Records() const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t rows_compared_total() const { return rows_compared_total_.load(); }
+  uint64_t rows_repaired_total() const { return rows_repaired_total_.load(); }
+  uint64_t runs_total() const { return runs_total_.load(); }
+  double seconds_total() const { return static_cast<double>(micros_total_.load()) / 1e6; }
+
+ private:
+  TableVerify VerifyTable(const std::string& peer, const catalog::TableRef& def,
+                          absl::Status* error);
+  // Steps 2-5 for one page of differing keys.
+  absl::Status Settle(const std::string& peer, const catalog::TableRef& def,
+                      const catalog::StampDiff& diff, uint64_t peer_log_id, uint64_t peer_seq,
+                      uint64_t own_seq, TableVerify* out);
+  absl::Status Call(const std::string& peer, const catalog::TableRef& def,
+                    peer::v1::VerifyRequest* request, peer::v1::VerifyResponse* response);
+  // Waits until this node's cursor on `peer`'s log of `db` has passed `seq` of `log_id`.
+  bool WaitForCursor(const std::string& peer, const std::string& db, uint64_t log_id, uint64_t seq,
+                     absl::Duration wait);
+  catalog::DigestScanOptions ScanOptions(Hlc settled_before);
+  Hlc SettledBefore() const;
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
+  void Record(const PeerVerify& result) ABSL_LOCKS_EXCLUDED(mu_);
+
+  catalog::LocalNode* const node_;
+  Cluster* const cluster_;
+  const AntiEntropyOptions options_;
+  std::unique_ptr<rocksdb::RateLimiter> limiter_;  // null: no limit
+
+  std::atomic<uint64_t> rows_compared_total_{0};
+  std::atomic<uint64_t> rows_repaired_total_{0};
+  std::atomic<uint64_t> runs_total_{0};
+  std::atomic<uint64_t> micros_total_{0};
+
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::btree_map<std::pair<std::string, std::string>, VerifyRecord> records_ ABSL_GUARDED_BY(mu_);
+  std::thread loop_;
+};
+
+}  // namespace cairn::replication
