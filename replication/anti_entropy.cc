@@ -23,6 +23,8 @@ namespace {
 constexpr size_t kMaxKeysPerStep = 10'000;
 constexpr uint32_t kMaxWaitMs = 30'000;
 constexpr absl::Duration kCursorPoll = absl::Milliseconds(20);
+// A cursor that has not moved for this long while behind is not going to deliver.
+constexpr absl::Duration kCursorStall = absl::Seconds(2);
 
 ChangeEntry EntryOf(const std::string& table, absl::string_view key, const StoredRecord& row,
                     bool with_body) {
@@ -247,9 +249,12 @@ TableVerify AntiEntropy::VerifyTable(const std::string& peer, const TableRef& de
     if (out.rows_repaired() > 0 || out.conflicts > 0) {
       spdlog::warn(
           "[{}] verify of {} with {}: {} row(s) repaired here, {} there, {} conflict(s), {} "
-          "unsettled",
+          "unsettled{}",
           node_->records->node_name(), def->QualifiedName(), peer, out.repaired_here,
-          out.repaired_there, out.conflicts, out.unsettled);
+          out.repaired_there, out.conflicts, out.unsettled,
+          out.repaired_behind_replication
+              ? " (replication had not delivered up to where the rows were read)"
+              : "");
     }
     return out;
   };
@@ -349,57 +354,56 @@ absl::Status AntiEntropy::Settle(const std::string& peer, const TableRef& def,
   peer::v1::VerifyResponse response;
 
   // 3. Rows the peer holds newer: once this node's cursor on the peer's log has passed where
-  //    the peer stood, those still older here and unchanged there are divergence.
+  //    the peer stood (or replication stopped delivering), those still older here and
+  //    unchanged there are divergence.
   if (!diff.pull.empty()) {
     if (!WaitForCursor(peer, db, peer_log_id, peer_seq, options_.catch_up_wait)) {
-      out->unsettled += diff.pull.size();
-    } else {
-      CAIRN_ASSIGN_OR_RETURN(auto here, node_->records->ReadStored(def, KeysOf(diff.pull)));
-      std::vector<const RowStamp*> wanted;
-      for (size_t i = 0; i < diff.pull.size(); ++i) {
-        if (Loses(here[i], diff.pull[i].version, diff.pull[i].origin)) {
-          wanted.push_back(&diff.pull[i]);
-          request.mutable_rows()->add_keys(diff.pull[i].key);
-        }
+      out->repaired_behind_replication = true;
+    }
+    CAIRN_ASSIGN_OR_RETURN(auto here, node_->records->ReadStored(def, KeysOf(diff.pull)));
+    std::vector<const RowStamp*> wanted;
+    for (size_t i = 0; i < diff.pull.size(); ++i) {
+      if (Loses(here[i], diff.pull[i].version, diff.pull[i].origin)) {
+        wanted.push_back(&diff.pull[i]);
+        request.mutable_rows()->add_keys(diff.pull[i].key);
       }
-      if (!wanted.empty()) {
-        CAIRN_RETURN_IF_ERROR(Call(peer, def, &request, &response));
-        if (!response.skipped().empty())
-          return Error(ErrorCode::kTableDropping, response.skipped());
-        std::vector<ChangeEntry> apply;
-        size_t next = 0;
-        for (const ChangeEntry& row : response.rows().rows()) {
-          while (next < wanted.size() && wanted[next]->key != row.key()) {
-            ++out->unsettled;  // gone there since
-            ++next;
-          }
-          if (next == wanted.size()) break;
-          const RowStamp& stamp = *wanted[next++];
-          if (row.version() != stamp.version || row.origin() != stamp.origin) {
-            ++out->unsettled;  // changed there since: in flight again
-            continue;
-          }
-          apply.push_back(row);
-          apply.back().set_table(def->name());
+    }
+    if (!wanted.empty()) {
+      CAIRN_RETURN_IF_ERROR(Call(peer, def, &request, &response));
+      if (!response.skipped().empty()) return Error(ErrorCode::kTableDropping, response.skipped());
+      std::vector<ChangeEntry> apply;
+      size_t next = 0;
+      for (const ChangeEntry& row : response.rows().rows()) {
+        while (next < wanted.size() && wanted[next]->key != row.key()) {
+          ++out->unsettled;  // gone there since
+          ++next;
         }
-        out->unsettled += wanted.size() - next;
-        if (!apply.empty()) {
-          peer::v1::ChangeBatch check;
-          for (const ChangeEntry& e : apply) *check.add_entries() = e;
-          CAIRN_RETURN_IF_ERROR(cluster_->clock_bound().CheckBatch(check, peer));  // R16
-          CAIRN_RETURN_IF_ERROR(
-              CAIRN_FAULT(node_->catalog->options().faults, fault_points::kVerifyBeforeRepair));
-          std::vector<ChangeEntry> unapplied;
-          CAIRN_ASSIGN_OR_RETURN(catalog::ApplyStats stats,
-                                 node_->records->ApplyPeerEntries(db, apply, nullptr, &unapplied));
-          out->repaired_here += stats.applied;
+        if (next == wanted.size()) break;
+        const RowStamp& stamp = *wanted[next++];
+        if (row.version() != stamp.version || row.origin() != stamp.origin) {
+          ++out->unsettled;  // changed there since: in flight again
+          continue;
         }
+        apply.push_back(row);
+        apply.back().set_table(def->name());
+      }
+      out->unsettled += wanted.size() - next;
+      if (!apply.empty()) {
+        peer::v1::ChangeBatch check;
+        for (const ChangeEntry& e : apply) *check.add_entries() = e;
+        CAIRN_RETURN_IF_ERROR(cluster_->clock_bound().CheckBatch(check, peer));  // R16
+        CAIRN_RETURN_IF_ERROR(
+            CAIRN_FAULT(node_->catalog->options().faults, fault_points::kVerifyBeforeRepair));
+        std::vector<ChangeEntry> unapplied;
+        CAIRN_ASSIGN_OR_RETURN(catalog::ApplyStats stats,
+                               node_->records->ApplyPeerEntries(db, apply, nullptr, &unapplied));
+        out->repaired_here += stats.applied;
       }
     }
   }
 
   // 4, 5. Rows this node holds newer: the peer says which it still lacks once its cursor on
-  //    this node's log has passed own_seq; those unchanged here go to it.
+  //    this node's log has passed own_seq (or stopped moving); those unchanged here go to it.
   if (!diff.push.empty()) {
     request.Clear();
     response.Clear();
@@ -411,10 +415,7 @@ absl::Status AntiEntropy::Settle(const std::string& peer, const TableRef& def,
         std::min<int64_t>(absl::ToInt64Milliseconds(options_.catch_up_wait), kMaxWaitMs)));
     CAIRN_RETURN_IF_ERROR(Call(peer, def, &request, &response));
     if (!response.skipped().empty()) return Error(ErrorCode::kTableDropping, response.skipped());
-    if (!response.behind().caught_up()) {
-      out->unsettled += diff.push.size();
-      return absl::OkStatus();
-    }
+    if (!response.behind().caught_up()) out->repaired_behind_replication = true;
     std::vector<std::string> keys(response.behind().keys().begin(), response.behind().keys().end());
     if (keys.empty()) return absl::OkStatus();
     if (keys.size() > diff.push.size()) {
@@ -446,6 +447,8 @@ bool AntiEntropy::WaitForCursor(const std::string& peer, const std::string& db, 
                                 uint64_t seq, absl::Duration wait) {
   const absl::Time deadline = absl::Now() + wait;
   const std::string key = storage::CursorKey(peer, db);
+  std::string last;
+  absl::Time moved = absl::Now();
   for (;;) {
     std::string value;
     bool found = false;
@@ -456,7 +459,14 @@ bool AntiEntropy::WaitForCursor(const std::string& peer, const std::string& db, 
       return true;
     }
     if (seq == 0 && log_id != 0) return true;  // the peer's log was empty
-    if (absl::Now() >= deadline || cluster_->stopping()) return false;
+    const absl::Time now = absl::Now();
+    if (value != last) {
+      last = value;
+      moved = now;
+    }
+    // Replication is not delivering (paused, cut, a peer that lost its cursor): waiting longer
+    // changes nothing.
+    if (now - moved >= kCursorStall || now >= deadline || cluster_->stopping()) return false;
     absl::SleepFor(kCursorPoll);
   }
 }
@@ -554,12 +564,8 @@ absl::Status AntiEntropy::Serve(const std::string& peer, const peer::v1::VerifyR
         return absl::InvalidArgumentError("verify behind: too many stamps");
       }
       peer::v1::VerifyBehindAnswer* a = response->mutable_behind();
-      if (!WaitForCursor(peer, t.database(), b.log_id(), b.reserved_seq(),
-                         absl::Milliseconds(std::min(b.wait_ms(), kMaxWaitMs)))) {
-        a->set_caught_up(false);
-        return absl::OkStatus();
-      }
-      a->set_caught_up(true);
+      a->set_caught_up(WaitForCursor(peer, t.database(), b.log_id(), b.reserved_seq(),
+                                     absl::Milliseconds(std::min(b.wait_ms(), kMaxWaitMs))));
       std::vector<std::string> keys;
       for (const ChangeEntry& e : b.stamps()) keys.push_back(e.key());
       auto rows = node_->records->ReadStored(def, keys);

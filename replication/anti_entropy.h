@@ -5,11 +5,12 @@
 // never a newer row deleted, only a newer tombstone removes one, every repaired row logged and
 // relayed like any applied write); as callee it answers those steps from its own store.
 //
-// In-flight rows are not divergence. A row one side holds newer is repaired only once the
+// In-flight rows are not divergence. A row one side holds newer is repaired only after the
 // other side's cursor on the holder's log has passed the holder's log position taken after
-// reading it (so replication had every chance to deliver it), the row is still older there,
-// and the holder's row is unchanged (a changed row is in flight again). Anything else is
-// counted `unsettled` and left to the next verify.
+// reading it (so replication had every chance to deliver it) — or has stopped moving for 2 s
+// or catch_up_wait has passed (replication is paused or broken: repairing is the point) —
+// and then only if the row is still older there and the holder's row is unchanged (a
+// changed row is in flight again: counted `unsettled`, left to the next verify).
 //
 // Runs on demand (Verify, the `verify` operation) and in the background every `interval`
 // against every connected peer that speaks verify.v1 and has a route from here, one table at a
@@ -63,6 +64,9 @@ struct TableVerify {
   uint64_t unsettled = 0;       // differences left to the next verify (in flight)
   uint64_t conflicts = 0;       // same write, other stamps (catalog::StampDiff)
   uint64_t differing_leaves = 0;
+  // Some repair went ahead although a cursor had not caught up (stalled or too slow): the
+  // repairs may include rows replication was still to deliver.
+  bool repaired_behind_replication = false;
   absl::Duration duration;
   uint64_t rows_repaired() const { return repaired_here + repaired_there; }
   bool in_sync() const { return skipped.empty() && unsettled == 0 && conflicts == 0; }
@@ -120,7 +124,8 @@ class AntiEntropy {
                       uint64_t own_seq, TableVerify* out);
   absl::Status Call(const std::string& peer, const catalog::TableRef& def,
                     peer::v1::VerifyRequest* request, peer::v1::VerifyResponse* response);
-  // Waits until this node's cursor on `peer`'s log of `db` has passed `seq` of `log_id`.
+  // Waits until this node's cursor on `peer`'s log of `db` has passed `seq` of `log_id`
+  // (true), or stops moving, or `wait` passes (false).
   bool WaitForCursor(const std::string& peer, const std::string& db, uint64_t log_id, uint64_t seq,
                      absl::Duration wait);
   catalog::DigestScanOptions ScanOptions(Hlc settled_before);

@@ -224,6 +224,29 @@ TEST_F(AntiEntropyTest, R18_InFlightRowsAreNotRepaired) {
   EXPECT_EQ(last.tables[0].differing_leaves, 0u);
 }
 
+// Test 4's core (the process-level restore test is cluster-tests' anti_entropy_test): with
+// replication paused, verify alone brings a node the rows it lacks, once the cursor that
+// would deliver them has stopped moving.
+TEST_F(AntiEntropyTest, R18_RepairsWhileReplicationIsPaused) {
+  CreateAndFill(100);
+  WaitVerifiable();
+  a_->faults().Set(fault_points::kReplSendBatch, FaultAction::Block());
+  json batch = json::array();
+  for (int i = 0; i < 10; ++i) batch.push_back({{"id", absl::StrCat("late", i)}, {"name", "y"}});
+  ASSERT_OK(a_->records().Write("shop", "orders", batch, catalog::WriteMode::kUpsert));
+  ASSERT_TRUE(a_->faults().WaitUntilBlocked(fault_points::kReplSendBatch, absl::Seconds(30)));
+  PeerVerify r = Verify();
+  ASSERT_OK(r.status);
+  EXPECT_EQ(r.tables[0].repaired_there, 10u);
+  EXPECT_TRUE(r.tables[0].repaired_behind_replication);
+  EXPECT_EQ(TableRows(*a_, "shop", "orders"), TableRows(*b_, "shop", "orders"));
+  a_->faults().Release(fault_points::kReplSendBatch);
+  ExpectConverged();
+  PeerVerify again = Verify();
+  ASSERT_OK(again.status);
+  EXPECT_EQ(Repaired(again), 0u);
+}
+
 // Test 5: node-local and excluded tables are skipped; a drop during a verify ends that
 // table's comparison cleanly (C9); a failed repair is finished by the next verify.
 TEST_F(AntiEntropyTest, R18_SkipsLocalTablesAndStopsAtADrop) {
