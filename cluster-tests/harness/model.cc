@@ -1,6 +1,7 @@
 #include "cluster-tests/harness/model.h"
 
 #include <algorithm>
+#include <iostream>
 #include <tuple>
 #include <utility>
 
@@ -253,6 +254,40 @@ void Model::CheckRealTimeLocked(const std::function<void(std::string)>& violatio
       return;  // one is enough: the rest follow from it
     }
   }
+}
+
+absl::Status Model::CheckVerify(const Cluster& cluster) const {
+  std::vector<std::string> violations;
+  uint64_t compared = 0, peers_answered = 0;
+  for (const std::string& n : cluster.running()) {
+    CAIRN_ASSIGN_OR_RETURN(json all, cluster.Ok(n, {{"operation", "describe_all"}}));
+    for (const auto& [db, tables] : all.items()) {
+      CAIRN_ASSIGN_OR_RETURN(json r, cluster.Ok(n, {{"operation", "verify"}, {"database", db}}));
+      compared += r.value("rows_compared", uint64_t{0});
+      for (const json& peer : r.value("peers", json::array())) {
+        ++peers_answered;
+        if (peer.contains("error")) {
+          violations.push_back(
+              absl::StrCat("(8) ", n, " could not verify ", db, ": ", peer.dump()));
+          continue;
+        }
+        for (const json& t : peer.value("tables", json::array())) {
+          if (t.value("rows_repaired", 0) != 0 || t.value("conflicts", 0) != 0) {
+            violations.push_back(absl::StrCat("(8) ", n, " verify of ", db, " with ",
+                                              peer.value("node", "?"), " repaired: ", t.dump()));
+          }
+        }
+      }
+    }
+  }
+  std::cerr << "verify: " << peers_answered << " peer comparisons, " << compared
+            << " rows compared\n";
+  if (cluster.running().size() > 1 && peers_answered == 0) {
+    violations.push_back("(8) no node verified with any peer: is verify.v1 advertised?");
+  }
+  if (violations.size() > kMaxViolations) violations.resize(kMaxViolations);
+  if (violations.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrJoin(violations, "\n"));
 }
 
 absl::Status Model::Check(const Cluster& cluster) const {

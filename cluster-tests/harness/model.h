@@ -18,6 +18,9 @@
 //       issued more than the clock bound after the other was acknowledged has the greater
 //       version. A node's HLC runs at most the bound ahead of its wall clock when it only
 //       observes stamps the bound let in; an unbounded HLC drags every node along.
+//   (8) anti-entropy finds nothing to repair (R18): once the rules above hold, a verify of
+//       every database from every node repairs no row; a repair means some rule failed
+//       (CheckVerify, run after Check).
 // Thread-safe: load threads and the schedule record into one model.
 #pragma once
 
@@ -73,6 +76,8 @@ class Model {
   // Reads every running node (describe_all, read_rows, cluster_status) and checks the rules.
   // OK, or every violation found (bounded).
   absl::Status Check(const Cluster& cluster) const;
+  // Rule (8): every running node verifies every database it holds with every peer.
+  absl::Status CheckVerify(const Cluster& cluster) const;
 
   // Counts, for the report.
   std::string Summary() const;

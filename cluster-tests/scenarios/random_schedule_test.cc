@@ -420,6 +420,7 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
   // The rows settled with the links; a link's schema_in_sync follows its next exchange.
   EXPECT_OK(Cluster::WaitFor(
       "the model", [&] { return model.Check(c); }, absl::Seconds(30)));
+  EXPECT_OK(model.CheckVerify(c));  // rule (8): after the rest, once
   if (buggify) ReportProbes(c);
 }
 
