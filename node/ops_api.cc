@@ -771,6 +771,8 @@ absl::StatusOr<Reply> OpsApi::Verify(const Fields& f) const {
                {"unsettled", t.unsettled},
                {"conflicts", t.conflicts},
                {"in_sync", t.skipped.empty() ? json(t.in_sync()) : json(nullptr)},
+               {"bytes_sent", t.bytes_sent},
+               {"bytes_received", t.bytes_received},
                {"duration_ms", absl::ToInt64Milliseconds(t.duration)}};
       if (!t.skipped.empty()) one["skipped"] = t.skipped;
       compared += t.rows_compared;

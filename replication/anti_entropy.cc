@@ -1,6 +1,7 @@
 #include "replication/anti_entropy.h"
 
 #include <algorithm>
+#include <future>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -222,13 +223,16 @@ absl::btree_map<std::pair<std::string, std::string>, VerifyRecord> AntiEntropy::
 }
 
 absl::Status AntiEntropy::Call(const std::string& peer, const TableRef& def,
-                               peer::v1::VerifyRequest* request,
-                               peer::v1::VerifyResponse* response) {
+                               peer::v1::VerifyRequest* request, peer::v1::VerifyResponse* response,
+                               TableVerify* out) {
   peer::v1::VerifyTable* t = request->mutable_table();
   t->set_database(def->database());
   t->set_table(def->name());
   t->set_created_time(def->created_time());
-  return cluster_->CallVerify(peer, *request, response);
+  out->bytes_sent += request->ByteSizeLong();
+  absl::Status s = cluster_->CallVerify(peer, *request, response);
+  out->bytes_received += response->ByteSizeLong();
+  return s;
 }
 
 TableVerify AntiEntropy::VerifyTable(const std::string& peer, const TableRef& def,
@@ -259,20 +263,37 @@ TableVerify AntiEntropy::VerifyTable(const std::string& peer, const TableRef& de
     return out;
   };
 
-  // 1. Digests: ours, then the peer's leaves under every branch that differs.
+  // 1. Digests, both sides at once: the peer answers its branches (level depth-1) while this
+  //    node scans. Equal branches: done, one scan each. Otherwise a second call sends ours and
+  //    the peer answers the leaves under each branch that differs (a second scan there).
   const Hlc settled = SettledBefore();
   auto count = node_->records->RecordCount(*def);
   if (!count.ok()) return finish(count.status());
   const int depth = catalog::DepthFor(*count);
-  auto tree = node_->records->Digest(def, depth, ScanOptions(settled));
-  if (!tree.ok()) return finish(tree.status());
+  auto local = std::async(std::launch::async,
+                          [&] { return node_->records->Digest(def, depth, ScanOptions(settled)); });
   peer::v1::VerifyRequest request;
   peer::v1::VerifyResponse response;
   peer::v1::VerifyDigest* digest = request.mutable_digest();
   digest->set_depth(static_cast<uint32_t>(depth));
   digest->set_settled_before(settled);
-  for (uint64_t b : tree->Level(depth - 1)) digest->add_branches(b);
-  if (absl::Status s = Call(peer, def, &request, &response); !s.ok()) return finish(s);
+  absl::Status called = Call(peer, def, &request, &response, &out);
+  auto tree = local.get();
+  if (!called.ok()) return finish(called);
+  if (!tree.ok()) return finish(tree.status());
+  if (!response.skipped().empty()) {
+    out.skipped = absl::StrCat(peer, ": ", response.skipped());
+    return finish(absl::OkStatus());
+  }
+  const std::vector<uint64_t> branches = tree->Level(depth - 1);
+  out.rows_compared = std::max<uint64_t>(tree->rows(), response.digest().rows());
+  if (std::equal(branches.begin(), branches.end(), response.digest().branches().begin(),
+                 response.digest().branches().end())) {
+    return finish(absl::OkStatus());
+  }
+  for (uint64_t b : branches) digest->add_branches(b);
+  response.Clear();
+  if (absl::Status s = Call(peer, def, &request, &response, &out); !s.ok()) return finish(s);
   if (!response.skipped().empty()) {
     out.skipped = absl::StrCat(peer, ": ", response.skipped());
     return finish(absl::OkStatus());
@@ -309,7 +330,7 @@ TableVerify AntiEntropy::VerifyTable(const std::string& peer, const TableRef& de
     for (uint32_t leaf : leaves) stamps->add_leaves(leaf);
     stamps->set_after_key(after);
     stamps->set_limit(options_.page);
-    if (absl::Status s = Call(peer, def, &request, &response); !s.ok()) return finish(s);
+    if (absl::Status s = Call(peer, def, &request, &response, &out); !s.ok()) return finish(s);
     if (!response.skipped().empty()) {
       out.skipped = absl::StrCat(peer, ": ", response.skipped());
       return finish(absl::OkStatus());
@@ -369,7 +390,7 @@ absl::Status AntiEntropy::Settle(const std::string& peer, const TableRef& def,
       }
     }
     if (!wanted.empty()) {
-      CAIRN_RETURN_IF_ERROR(Call(peer, def, &request, &response));
+      CAIRN_RETURN_IF_ERROR(Call(peer, def, &request, &response, out));
       if (!response.skipped().empty()) return Error(ErrorCode::kTableDropping, response.skipped());
       std::vector<ChangeEntry> apply;
       size_t next = 0;
@@ -413,7 +434,7 @@ absl::Status AntiEntropy::Settle(const std::string& peer, const TableRef& def,
     behind->set_reserved_seq(own_seq);
     behind->set_wait_ms(static_cast<uint32_t>(
         std::min<int64_t>(absl::ToInt64Milliseconds(options_.catch_up_wait), kMaxWaitMs)));
-    CAIRN_RETURN_IF_ERROR(Call(peer, def, &request, &response));
+    CAIRN_RETURN_IF_ERROR(Call(peer, def, &request, &response, out));
     if (!response.skipped().empty()) return Error(ErrorCode::kTableDropping, response.skipped());
     if (!response.behind().caught_up()) out->repaired_behind_replication = true;
     std::vector<std::string> keys(response.behind().keys().begin(), response.behind().keys().end());
@@ -436,7 +457,7 @@ absl::Status AntiEntropy::Settle(const std::string& peer, const TableRef& def,
     if (request.repair().rows_size() == 0) return absl::OkStatus();
     CAIRN_RETURN_IF_ERROR(
         CAIRN_FAULT(node_->catalog->options().faults, fault_points::kVerifyBeforeRepair));
-    CAIRN_RETURN_IF_ERROR(Call(peer, def, &request, &response));
+    CAIRN_RETURN_IF_ERROR(Call(peer, def, &request, &response, out));
     if (!response.skipped().empty()) return Error(ErrorCode::kTableDropping, response.skipped());
     out->repaired_there += response.repair().applied();
   }
@@ -508,9 +529,10 @@ absl::Status AntiEntropy::Serve(const std::string& peer, const peer::v1::VerifyR
   switch (request.step_case()) {
     case peer::v1::VerifyRequest::kDigest: {
       const peer::v1::VerifyDigest& d = request.digest();
+      if (!depth_ok(d.depth())) return absl::InvalidArgumentError("verify digest: bad depth");
       const size_t branches = size_t{1} << (catalog::kDigestFanoutBits * (d.depth() - 1));
-      if (!depth_ok(d.depth()) || static_cast<size_t>(d.branches_size()) != branches) {
-        return absl::InvalidArgumentError("verify digest: bad depth or branch count");
+      if (d.branches_size() != 0 && static_cast<size_t>(d.branches_size()) != branches) {
+        return absl::InvalidArgumentError("verify digest: bad branch count");
       }
       auto tree =
           node_->records->Digest(def, static_cast<int>(d.depth()), ScanOptions(d.settled_before()));
@@ -518,6 +540,10 @@ absl::Status AntiEntropy::Serve(const std::string& peer, const peer::v1::VerifyR
       peer::v1::VerifyDigestAnswer* a = response->mutable_digest();
       a->set_rows(tree->rows());
       const std::vector<uint64_t> mine = tree->Level(static_cast<int>(d.depth()) - 1);
+      if (d.branches_size() == 0) {  // the first call: our branches
+        for (uint64_t b : mine) a->add_branches(b);
+        return absl::OkStatus();
+      }
       for (size_t b = 0; b < mine.size(); ++b) {
         if (mine[b] == d.branches(static_cast<int>(b))) continue;
         a->add_differing_branches(static_cast<uint32_t>(b));

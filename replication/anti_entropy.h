@@ -64,6 +64,7 @@ struct TableVerify {
   uint64_t unsettled = 0;       // differences left to the next verify (in flight)
   uint64_t conflicts = 0;       // same write, other stamps (catalog::StampDiff)
   uint64_t differing_leaves = 0;
+  uint64_t bytes_sent = 0, bytes_received = 0;  // the Verify messages of this comparison
   // Some repair went ahead although a cursor had not caught up (stalled or too slow): the
   // repairs may include rows replication was still to deliver.
   bool repaired_behind_replication = false;
@@ -122,8 +123,10 @@ class AntiEntropy {
   absl::Status Settle(const std::string& peer, const catalog::TableRef& def,
                       const catalog::StampDiff& diff, uint64_t peer_log_id, uint64_t peer_seq,
                       uint64_t own_seq, TableVerify* out);
+  // One step; counts its bytes (messages, not framing) in *out.
   absl::Status Call(const std::string& peer, const catalog::TableRef& def,
-                    peer::v1::VerifyRequest* request, peer::v1::VerifyResponse* response);
+                    peer::v1::VerifyRequest* request, peer::v1::VerifyResponse* response,
+                    TableVerify* out);
   // Waits until this node's cursor on `peer`'s log of `db` has passed `seq` of `log_id`
   // (true), or stops moving, or `wait` passes (false).
   bool WaitForCursor(const std::string& peer, const std::string& db, uint64_t log_id, uint64_t seq,

@@ -36,8 +36,9 @@ if [ "$quick" = 1 ]; then
   copy=(--records 5000)
   cluster=(--repeats 2 --records 2000)
   drop=(--rounds 2)
+  verify=(--records 3000 --seconds 1)
 else
-  ceiling=() node=() replication=() copy=() cluster=() drop=()
+  ceiling=() node=() replication=() copy=() cluster=() drop=() verify=()
 fi
 
 echo "load before the run: $(cat /proc/loadavg)"
@@ -55,6 +56,7 @@ run replication --series "$out" "${replication[@]}"
 run copy --series "$out" "${copy[@]}"
 run cluster "${cluster[@]}"
 run drop --series "$out" "${drop[@]}"
+run verify "${verify[@]}"
 if [ "$quick" = 0 ] && [ -x "$build/bench/record_bench" ]; then
   echo
   echo "== record_bench (unit benchmarks of the write path)"

@@ -1,5 +1,6 @@
 // bench_report: merges the JSON of one scripts/bench.sh run (ceiling_bench, node_bench,
-// replication_bench, copy_bench, cluster_bench, drop_bench, each in DIR/<name>.json) into
+// replication_bench, copy_bench, cluster_bench, drop_bench, verify_bench, each in
+// DIR/<name>.json) into
 // DIR/bench-results.json, and prints the table of every figure beside its aim (issue 7) and
 // its share of this machine's ceiling measured in the same run. The table is Markdown, so
 // the README's "Performance" section can show it as printed (it is also in
@@ -73,11 +74,12 @@ int main(int argc, char** argv) {
   const std::string dir = argv[1];
   const json ceiling = Load(dir, "ceiling"), node = Load(dir, "node"),
              replication = Load(dir, "replication"), copy = Load(dir, "copy"),
-             cluster = Load(dir, "cluster"), drop = Load(dir, "drop");
+             cluster = Load(dir, "cluster"), drop = Load(dir, "drop"), verify = Load(dir, "verify");
 
   const std::optional<double> storage_batch = At(ceiling, "/storage/batch100_records_per_s");
   const std::optional<double> storage_single = At(ceiling, "/storage/single_records_per_s");
   const std::optional<double> http_single = At(ceiling, "/http/single_requests_per_s");
+  const std::optional<double> storage_scan = At(ceiling, "/storage/scan_rows_per_s");
   const std::optional<double> grpc2 = At(ceiling, "/grpc/stream2_records_per_s");
   // A 3-node cluster on one machine commits every record three times: its storage bound.
   std::optional<double> storage_by_3;
@@ -145,6 +147,20 @@ int main(int argc, char** argv) {
   rows.push_back({"f", "other table's writes kept during drops",
                   At(drop, "/other_table/share_during_drops"), "share", 0.9, true, std::nullopt,
                   ""});
+  // Issue 20 (R18): anti-entropy between two nodes.
+  rows.push_back({"h", absl::StrCat("verify of ", Count(At(verify, "/records")), " identical rows"),
+                  At(verify, "/identical/seconds"), "s", 10, false, std::nullopt, ""});
+  rows.push_back({"h", "  its rows compared per second", At(verify, "/identical/rows_per_s"),
+                  "rows/s", std::nullopt, true, storage_scan, "RocksDB iteration"});
+  rows.push_back({"h", "  bytes on the wire / the table's bodies",
+                  At(verify, "/identical/share_of_table_bytes"), "share", 0.01, false, std::nullopt,
+                  ""});
+  rows.push_back({"h", "writes kept while verifies run", At(verify, "/foreground/share"), "share",
+                  0.9, true, std::nullopt, ""});
+  rows.push_back({"h",
+                  absl::StrCat("repair of ", Count(At(verify, "/repair/rows_changed")),
+                               " changed rows (held senders)"),
+                  At(verify, "/repair/seconds"), "s", std::nullopt, false, std::nullopt, ""});
   std::optional<double> idle, loaded;
   if (cluster.is_object()) {
     for (const json& v : cluster["rss_mib"].value("idle", json::array())) {
@@ -201,7 +217,8 @@ int main(int argc, char** argv) {
                                   {"replication", &replication},
                                   {"copy", &copy},
                                   {"cluster", &cluster},
-                                  {"drop", &drop}}) {
+                                  {"drop", &drop},
+                                  {"verify", &verify}}) {
     if (doc->is_object()) busy[name] = (*doc)["machine"];
   }
   const json out = {{"results", results},
@@ -212,7 +229,8 @@ int main(int argc, char** argv) {
                       {"replication", replication},
                       {"copy", copy},
                       {"cluster", cluster},
-                      {"drop", drop}}}};
+                      {"drop", drop},
+                      {"verify", verify}}}};
   std::ofstream(dir + "/bench-results.json") << out.dump(2) << "\n";
   std::ofstream(dir + "/bench-results.md") << table;
   std::printf("%s", table.c_str());

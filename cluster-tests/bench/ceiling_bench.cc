@@ -123,6 +123,41 @@ double StorageCeiling(const std::string& dir, int per_batch, int threads, double
   return rps;
 }
 
+// RocksDB alone reading `rows` records back in key order with an iterator (after a flush, so
+// from SST files through the block cache): the floor under a verify's digest scan (R18).
+double ScanCeiling(const std::string& dir, uint64_t rows) {
+  std::filesystem::remove_all(dir);
+  cairn::storage::EngineOptions options;
+  options.path = dir;
+  auto opened = cairn::storage::Engine::Open(options);
+  if (!opened.ok()) Die("opening the scan ceiling's engine: " + opened.status().ToString());
+  cairn::storage::Engine* engine = opened->get();
+  using cairn::storage::Cf;
+  const std::string table_prefix = BigEndian(42);
+  for (uint64_t id = 0; id < rows;) {
+    rocksdb::WriteBatch batch;
+    for (int i = 0; i < 1000 && id < rows; ++i, ++id) {
+      batch.Put(engine->cf(Cf::kRecords), table_prefix + BigEndian(id), BenchRecord(id).dump())
+          .PermitUncheckedError();
+    }
+    if (absl::Status s = engine->Write(&batch); !s.ok()) Die("scan ceiling: " + s.ToString());
+  }
+  if (absl::Status s = engine->Flush(); !s.ok()) Die("scan ceiling: " + s.ToString());
+  const absl::Time start = absl::Now();
+  uint64_t seen = 0, bytes = 0;
+  auto it = engine->NewIterator(Cf::kRecords);
+  for (it->Seek(table_prefix); it->Valid(); it->Next()) {
+    ++seen;
+    bytes += it->value().size();
+  }
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  if (seen != rows || bytes == 0) Die("scan ceiling: read back fewer rows than written");
+  it.reset();
+  opened->reset();
+  std::filesystem::remove_all(dir);
+  return static_cast<double>(rows) / seconds;
+}
+
 // ---- gRPC
 
 class CeilingService final : public cairn::bench::v1::StreamCeiling::Service {
@@ -308,6 +343,8 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "storage, 100-record batches, 8 threads: %.0f records/s\n", storage_batch);
   const double storage_single = StorageCeiling(dir, 1, 32, seconds);
   std::fprintf(stderr, "storage, single records, 32 threads: %.0f records/s\n", storage_single);
+  const double scan = ScanCeiling(dir, seconds >= 1 ? 1'000'000 : 20'000);
+  std::fprintf(stderr, "storage, iterator over records: %.0f rows/s\n", scan);
   const GrpcResult grpc1 = GrpcCeiling(1, seconds);
   std::fprintf(stderr, "gRPC, 1 stream: %.0f records/s\n", grpc1.records_per_s);
   const GrpcResult grpc2 = GrpcCeiling(2, seconds);
@@ -322,7 +359,9 @@ int main(int argc, char** argv) {
       {"machine", machine},
       {"seconds_per_run", seconds},
       {"storage",
-       {{"batch100_records_per_s", storage_batch}, {"single_records_per_s", storage_single}}},
+       {{"batch100_records_per_s", storage_batch},
+        {"single_records_per_s", storage_single},
+        {"scan_rows_per_s", scan}}},
       {"grpc",
        {{"batch_entries", kBatchEntries},
         {"stream1_records_per_s", grpc1.records_per_s},
@@ -335,6 +374,7 @@ int main(int argc, char** argv) {
               storage_batch);
   std::printf("%-58s %12.0f\n", "RocksDB WriteBatch, 1 record x 3 puts, 32 threads (rec)",
               storage_single);
+  std::printf("%-58s %12.0f\n", "RocksDB iterator over 1M flushed records (rows)", scan);
   std::printf("%-58s %12.0f\n", "gRPC stream, 1000-entry ChangeBatch, 1 stream (rec)",
               grpc1.records_per_s);
   std::printf("%-58s %12.0f\n", "gRPC stream, 2 streams at once, both together (rec)",

@@ -295,5 +295,32 @@ TEST_F(AntiEntropyTest, R18_SkipsLocalTablesAndStopsAtADrop) {
   ASSERT_OK(drop.get());
 }
 
+// R11: a table the route excludes is neither compared nor repaired, from either side.
+TEST_F(AntiEntropyTest, R18_SkipsExcludedTables) {
+  TestNode c("c", dir_.Sub("c"), "s3cret"), d("d", dir_.Sub("d"), "s3cret");
+  c.Start();
+  d.Start();
+  Exclusions exclude;
+  exclude.Add("shop", "private");
+  c.Route(d, exclude);
+  ASSERT_OK(c.catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  ASSERT_OK(c.catalog().CreateTable(Spec("shop", "private", {"name"})));
+  ASSERT_OK(d.catalog().CreateTable(Spec("shop", "private", {"name"})));
+  ASSERT_OK(c.records().Write("shop", "private", json::array({{{"id", "p1"}, {"name", "c"}}}),
+                              catalog::WriteMode::kUpsert));
+  ASSERT_EVENTUALLY([&] {
+    ASSERT_THAT(c.cluster().VerifyPeers(), ::testing::ElementsAre("d"));
+    ASSERT_NE(d.Table("shop", "orders"), nullptr);
+  });
+  PeerVerify r = c.cluster().anti_entropy()->Verify("d", "shop");
+  ASSERT_OK(r.status);
+  ASSERT_EQ(r.tables.size(), 2u);
+  EXPECT_EQ(r.tables[0].table, "orders");
+  EXPECT_TRUE(r.tables[0].skipped.empty());
+  EXPECT_EQ(r.tables[1].table, "private");
+  EXPECT_THAT(r.tables[1].skipped, ::testing::HasSubstr("excluded"));
+  EXPECT_TRUE(LiveKeys(d, "shop", "private").empty()) << "nothing of it reached d";
+}
+
 }  // namespace
 }  // namespace cairn::replication
