@@ -1,13 +1,17 @@
 // Anti-entropy across real processes (SPEC R18, issue 20 tests 4 and 5): a node restored from
 // a backup is brought back to the cluster's data by verify alone while replication is
 // paused, and a node killed in the middle of a repair finishes it with the next verify.
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "cluster-tests/harness/ops.h"
 #include "cluster-tests/harness/scenario.h"
 #include "common/fault.h"
 #include "common/fault_points.h"
+#include "gmock/gmock.h"
 
 namespace cairn::harness {
 namespace {
@@ -113,6 +117,30 @@ TEST_F(ScenarioTest, R18_VerifyNamesWhatIsMissing) {
   ASSERT_EQ(one["peers"].size(), 1u) << one.dump();
   EXPECT_EQ(one["peers"][0]["node"], "n2");
   EXPECT_TRUE(one["in_sync"].get<bool>()) << one.dump();
+}
+
+// `cairn verify` prints a line per table as it goes and exits 0 when everything is in sync;
+// after the verb, --node names the peer (decision 95).
+TEST_F(ScenarioTest, R18_CliVerifyPrintsALinePerTable) {
+  ASSERT_OK(StartCluster());
+  Cluster& c = cluster();
+  ASSERT_OK(c.Ok("n1", ops::CreateTable("shop", "orders")));
+  ASSERT_OK(c.Ok("n1", ops::CreateTable("shop", "items")));
+  ASSERT_OK(c.Ok("n1", ops::Upsert("shop", "orders", ops::Rows("o", 30))));
+  ASSERT_OK(c.WaitConverged());
+  const OpsEndpoint n1 = c.node("n1").endpoint();
+  const std::string out = c.dir() + "/cli.out";
+  const std::string cmd = absl::StrCat(
+      "CAIRN_ADMIN_USER=", n1.user, " CAIRN_ADMIN_PASSWORD=", n1.password, " ", CairnCliPath(),
+      " --node ", n1.host, ":", n1.port, " verify shop --node n2 >", out, " 2>&1");
+  const int rc = std::system(cmd.c_str());
+  std::ifstream in(out);
+  const std::string printed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(rc, 0) << printed;
+  EXPECT_THAT(printed, ::testing::HasSubstr("shop.items"));
+  EXPECT_THAT(printed, ::testing::HasSubstr("shop.orders"));
+  EXPECT_THAT(printed, ::testing::HasSubstr("30 rows compared, 0 repaired"));
+  EXPECT_THAT(printed, ::testing::Not(::testing::HasSubstr("n3"))) << "only the peer named";
 }
 
 }  // namespace
