@@ -409,6 +409,7 @@ int Run(const NodeConfig& config) {
     _exit(0);
   }).detach();
   http.BeginDrain();
+  cluster.anti_entropy()->Stop();  // a verify in flight ends at its next step
   http.Stop();
   cluster.Stop();
   (*peer_server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));

@@ -759,6 +759,19 @@ absl::StatusOr<Reply> OpsApi::Verify(const Fields& f) const {
   json answers = json::array();
   uint64_t compared = 0, repaired = 0;
   bool in_sync = true;
+  if (f.Find("node") == nullptr) {
+    // Routes from here to peers it cannot verify with now: not "in sync", and said why.
+    for (const replication::PeerStatus& p : options_.cluster->Status()) {
+      if (p.address.empty() || std::find(peers.begin(), peers.end(), p.name) != peers.end()) {
+        continue;  // no route from here (it verifies from its side), or verified below
+      }
+      answers.push_back({{"node", p.name},
+                         {"tables", json::array()},
+                         {"error", p.connected ? "it does not speak verify.v1"
+                                               : "not connected; verify again once it is"}});
+      in_sync = false;
+    }
+  }
   for (const std::string& peer : peers) {
     replication::PeerVerify r = options_.cluster->anti_entropy()->Verify(peer, db, table);
     json tables = json::array();

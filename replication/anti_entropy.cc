@@ -25,7 +25,9 @@ constexpr size_t kMaxKeysPerStep = 10'000;
 constexpr uint32_t kMaxWaitMs = 30'000;
 constexpr absl::Duration kCursorPoll = absl::Milliseconds(20);
 // A cursor that has not moved for this long while behind is not going to deliver.
-constexpr absl::Duration kCursorStall = absl::Seconds(2);
+constexpr absl::Duration kCursorStall = absl::Seconds(5);
+// A step's deadline beyond its scan and its wait.
+constexpr absl::Duration kCallSlack = absl::Seconds(10);
 
 ChangeEntry EntryOf(const std::string& table, absl::string_view key, const StoredRecord& row,
                     bool with_body) {
@@ -110,6 +112,11 @@ void AntiEntropy::Stop() {
     stopping_ = true;
   }
   if (loop_.joinable()) loop_.join();
+}
+
+bool AntiEntropy::Stopping() const {
+  absl::MutexLock lock(&mu_);
+  return stopping_ || cluster_->stopping();
 }
 
 void AntiEntropy::Loop() {
@@ -229,8 +236,15 @@ absl::Status AntiEntropy::Call(const std::string& peer, const TableRef& def,
   t->set_database(def->database());
   t->set_table(def->name());
   t->set_created_time(def->created_time());
+  if (Stopping()) return absl::CancelledError("this node is shutting down");
+  // A step scans the table once at most on the callee, at its rate limit (assumed like ours).
+  absl::Duration timeout = kCallSlack + options_.catch_up_wait;
+  if (options_.rate > 0) {
+    auto rows = node_->records->RecordCount(*def);
+    if (rows.ok()) timeout += absl::Seconds(2.0 * static_cast<double>(*rows) / options_.rate);
+  }
   out->bytes_sent += request->ByteSizeLong();
-  absl::Status s = cluster_->CallVerify(peer, *request, response);
+  absl::Status s = cluster_->CallVerify(peer, *request, response, timeout);
   out->bytes_received += response->ByteSizeLong();
   return s;
 }
@@ -487,7 +501,7 @@ bool AntiEntropy::WaitForCursor(const std::string& peer, const std::string& db, 
     }
     // Replication is not delivering (paused, cut, a peer that lost its cursor): waiting longer
     // changes nothing.
-    if (now - moved >= kCursorStall || now >= deadline || cluster_->stopping()) return false;
+    if (now - moved >= kCursorStall || now >= deadline || Stopping()) return false;
     absl::SleepFor(kCursorPoll);
   }
 }

@@ -7,7 +7,7 @@
 //
 // In-flight rows are not divergence. A row one side holds newer is repaired only after the
 // other side's cursor on the holder's log has passed the holder's log position taken after
-// reading it (so replication had every chance to deliver it) — or has stopped moving for 2 s
+// reading it (so replication had every chance to deliver it) — or has stopped moving for 5 s
 // or catch_up_wait has passed (replication is paused or broken: repairing is the point) —
 // and then only if the row is still older there and the holder's row is unchanged (a
 // changed row is in flight again: counted `unsettled`, left to the next verify).
@@ -96,7 +96,8 @@ class AntiEntropy {
   AntiEntropy(catalog::LocalNode* node, Cluster* cluster, AntiEntropyOptions options);
   ~AntiEntropy();  // Stop()
 
-  // The background loop. Start once; Stop is idempotent and waits for a run to end.
+  // The background loop. Start once; Stop is idempotent, waits for the loop to end and makes
+  // every verify still running (on demand) end at its next step with CANCELLED.
   void Start() ABSL_LOCKS_EXCLUDED(mu_);
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -134,6 +135,7 @@ class AntiEntropy {
   catalog::DigestScanOptions ScanOptions(Hlc settled_before);
   Hlc SettledBefore() const;
   void Loop() ABSL_LOCKS_EXCLUDED(mu_);
+  bool Stopping() const ABSL_LOCKS_EXCLUDED(mu_);
   void Record(const PeerVerify& result) ABSL_LOCKS_EXCLUDED(mu_);
 
   catalog::LocalNode* const node_;

@@ -192,10 +192,11 @@ class Cluster {
   void RecordClockOffset(const std::string& peer, int64_t offset_ms) ABSL_LOCKS_EXCLUDED(mu_);
   // R18: anti-entropy, both sides (replication/anti_entropy.h).
   AntiEntropy* anti_entropy() { return anti_entropy_.get(); }
-  // One Verify call to `peer` over its route, with a deadline. UNAVAILABLE when it has no
-  // route from here, is cut, or does not answer.
+  // One Verify call to `peer` over its route, answered within `timeout`. UNAVAILABLE when it
+  // has no route from here, is cut, or does not answer in time.
   absl::Status CallVerify(const std::string& peer, const peer::v1::VerifyRequest& request,
-                          peer::v1::VerifyResponse* response) ABSL_LOCKS_EXCLUDED(mu_);
+                          peer::v1::VerifyResponse* response, absl::Duration timeout)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Connected peers with a route from here that advertised verify.v1, by name.
   std::vector<std::string> VerifyPeers() const ABSL_LOCKS_EXCLUDED(mu_);
   // Counts a LinkMessage this node does not understand (R1).

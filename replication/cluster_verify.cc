@@ -9,13 +9,8 @@
 
 namespace cairn::replication {
 
-namespace {
-// One step scans a table once at most, at the verify rate limit on the callee.
-constexpr auto kVerifyCallTimeout = std::chrono::minutes(5);
-}  // namespace
-
 absl::Status Cluster::CallVerify(const std::string& peer, const peer::v1::VerifyRequest& request,
-                                 peer::v1::VerifyResponse* response) {
+                                 peer::v1::VerifyResponse* response, absl::Duration timeout) {
   std::optional<PeerRoute> route;
   {
     absl::MutexLock lock(&mu_);
@@ -30,7 +25,7 @@ absl::Status Cluster::CallVerify(const std::string& peer, const peer::v1::Verify
   auto stub = peer::v1::Peer::NewStub(ChannelTo(*route));
   grpc::ClientContext context;
   AddClientMetadata(&context);
-  context.set_deadline(std::chrono::system_clock::now() + kVerifyCallTimeout);
+  context.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout));
   grpc::Status s = stub->Verify(&context, request, response);
   if (!s.ok()) {
     return absl::UnavailableError(

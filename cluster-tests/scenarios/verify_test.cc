@@ -1,6 +1,7 @@
 // Anti-entropy across real processes (SPEC R18, issue 20 tests 4 and 5): a node restored from
 // a backup is brought back to the cluster's data by verify alone while replication is
 // paused, and a node killed in the middle of a repair finishes it with the next verify.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -30,6 +31,24 @@ std::set<std::string> Expected(const std::vector<std::pair<std::string, int>>& r
 json Verify(const std::string& db) { return {{"operation", "verify"}, {"database", db}}; }
 
 uint64_t Repaired(const json& answer) { return answer.value("rows_repaired", uint64_t{0}); }
+
+// Every peer of `node` is connected and speaks verify.v1 (after a restart, its links redial).
+absl::Status WaitVerifiable(const Cluster& c, const std::string& node) {
+  return Cluster::WaitFor(
+      absl::StrCat(node, "'s links"),
+      [&]() -> absl::Status {
+        CAIRN_ASSIGN_OR_RETURN(json s, c.Ok(node, {{"operation", "cluster_status"}}));
+        for (const json& p : s["connections"]) {
+          const json caps = p.value("capabilities", json::array());
+          if (!p.value("connected", false) ||
+              std::find(caps.begin(), caps.end(), "verify.v1") == caps.end()) {
+            return absl::UnavailableError(p.dump());
+          }
+        }
+        return absl::OkStatus();
+      },
+      absl::Seconds(60));
+}
 
 // Test 4 (decision 51's stale restore) and test 5's kill during a repair: n1 is restored from
 // a backup taken before the cluster wrote more and deleted a row. Every sender is held
@@ -66,11 +85,13 @@ TEST_F(ScenarioTest, R18_VerifyAloneBringsBackARestoredNode) {
   EXPECT_EQ(stale, Expected({{"before", 50}})) << "the restore holds only what the backup did";
 
   // Killed at the first repair.
+  ASSERT_OK(WaitVerifiable(c, "n1"));
   HttpAnswer killed = c.Op("n1", Verify("shop"));
   EXPECT_NE(killed.status, 200) << killed.body;
   CAIRN_ASSIGN_OR_FAIL(int status, c.WaitExit("n1", absl::Seconds(60)));
   EXPECT_EQ(status, kInjectedCrashExitCode);
   ASSERT_OK(c.Restart("n1"));
+  ASSERT_OK(WaitVerifiable(c, "n1"));
 
   CAIRN_ASSIGN_OR_FAIL(json repaired, c.Ok("n1", Verify("shop")));
   EXPECT_GT(Repaired(repaired), 0u) << repaired.dump();
@@ -104,6 +125,7 @@ TEST_F(ScenarioTest, R18_VerifyNamesWhatIsMissing) {
   Cluster& c = cluster();
   ASSERT_OK(c.Ok("n1", ops::CreateTable("shop", "orders")));
   ASSERT_OK(c.WaitConverged());
+  ASSERT_OK(WaitVerifiable(c, "n1"));
   EXPECT_EQ(c.Op("n1", {{"operation", "verify"}}).status, 400);
   EXPECT_EQ(c.Op("n1", Verify("nowhere")).status, 404);
   EXPECT_EQ(c.Op("n1", {{"operation", "verify"}, {"database", "shop"}, {"table", "none"}}).status,
@@ -117,6 +139,29 @@ TEST_F(ScenarioTest, R18_VerifyNamesWhatIsMissing) {
   ASSERT_EQ(one["peers"].size(), 1u) << one.dump();
   EXPECT_EQ(one["peers"][0]["node"], "n2");
   EXPECT_TRUE(one["in_sync"].get<bool>()) << one.dump();
+
+  // A peer it cannot reach is listed with the reason, and nothing is "in sync".
+  ASSERT_OK(c.Cut("n1", "n3"));
+  ASSERT_OK(Cluster::WaitFor(
+      "n1 to see n3 gone",
+      [&]() -> absl::Status {
+        CAIRN_ASSIGN_OR_RETURN(json s, c.Ok("n1", {{"operation", "cluster_status"}}));
+        for (const json& p : s["connections"]) {
+          if (p["name"] == "n3" && p["connected"].get<bool>()) {
+            return absl::UnavailableError("still connected");
+          }
+        }
+        return absl::OkStatus();
+      },
+      absl::Seconds(30)));
+  CAIRN_ASSIGN_OR_FAIL(json cut, c.Ok("n1", Verify("shop")));
+  EXPECT_FALSE(cut["in_sync"].get<bool>()) << cut.dump();
+  bool listed = false;
+  for (const json& p : cut["peers"]) {
+    if (p["node"] == "n3") listed = p.value("error", "").find("not connected") != std::string::npos;
+  }
+  EXPECT_TRUE(listed) << cut.dump();
+  ASSERT_OK(c.Restore("n1", "n3"));
 }
 
 // `cairn verify` prints a line per table as it goes and exits 0 when everything is in sync;
@@ -128,6 +173,7 @@ TEST_F(ScenarioTest, R18_CliVerifyPrintsALinePerTable) {
   ASSERT_OK(c.Ok("n1", ops::CreateTable("shop", "items")));
   ASSERT_OK(c.Ok("n1", ops::Upsert("shop", "orders", ops::Rows("o", 30))));
   ASSERT_OK(c.WaitConverged());
+  ASSERT_OK(WaitVerifiable(c, "n1"));
   const OpsEndpoint n1 = c.node("n1").endpoint();
   const std::string out = c.dir() + "/cli.out";
   const std::string cmd = absl::StrCat(
