@@ -186,6 +186,16 @@ PeerVerify AntiEntropy::Verify(const std::string& peer, const std::string& db,
     tables.push_back(*def);
   } else {
     for (const auto& [name, def] : database->tables) tables.push_back(def);
+    // Resumable: a run that failed part way (a lost connection) starts again where it did.
+    std::string resume;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = records_.find({peer, db});
+      if (it != records_.end()) resume = it->second.resume_from;
+    }
+    auto first = std::find_if(tables.begin(), tables.end(),
+                              [&](const TableRef& t) { return t->name() == resume; });
+    if (first != tables.end()) std::rotate(tables.begin(), first, tables.end());
   }
   const Exclusions exclusions = cluster_->ExclusionsFor(peer);
   for (const TableRef& def : tables) {
@@ -201,6 +211,7 @@ PeerVerify AntiEntropy::Verify(const std::string& peer, const std::string& db,
     out.tables.push_back(VerifyTable(peer, def, &error));
     if (!error.ok()) {
       out.status = error;
+      out.resume_from = def->name();
       break;
     }
   }
@@ -214,6 +225,7 @@ void AntiEntropy::Record(const PeerVerify& result) {
   r.verified_at = result.finished;
   r.in_sync = result.status.ok();
   r.error = result.status.ok() ? "" : result.status.ToString();
+  r.resume_from = result.resume_from;
   for (const TableVerify& t : result.tables) {
     r.rows_compared += t.rows_compared;
     r.rows_repaired += t.rows_repaired();

@@ -79,6 +79,7 @@ struct PeerVerify {
   std::string database;
   absl::Status status;  // a failed call or scan; tables holds what was done before it
   std::vector<TableVerify> tables;
+  std::string resume_from;  // the table it failed at; the next run of the database starts there
   absl::Time finished;
 };
 
@@ -89,6 +90,7 @@ struct VerifyRecord {
   uint64_t rows_repaired = 0;
   bool in_sync = false;
   std::string error;
+  std::string resume_from;  // see PeerVerify
 };
 
 class AntiEntropy {
@@ -101,7 +103,8 @@ class AntiEntropy {
   void Start() ABSL_LOCKS_EXCLUDED(mu_);
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Compares `db` (every replicated table, or only `table`) with `peer` now.
+  // Compares `db` (every replicated table, or only `table`) with `peer` now: tables in name
+  // order, starting at the one where the last run of the database failed, if any.
   PeerVerify Verify(const std::string& peer, const std::string& db,
                     const std::optional<std::string>& table = std::nullopt)
       ABSL_LOCKS_EXCLUDED(mu_);

@@ -295,6 +295,35 @@ TEST_F(AntiEntropyTest, R18_SkipsLocalTablesAndStopsAtADrop) {
   ASSERT_OK(drop.get());
 }
 
+// Resumable: a verify of a database that failed at one table (here an injected failure of
+// its repair) starts there the next time, then goes round the others.
+TEST_F(AntiEntropyTest, R18_AFailedRunResumesAtItsTable) {
+  CreateAndFill(20);
+  ASSERT_OK(a_->catalog().CreateTable(Spec("shop", "aardvarks", {"name"})));
+  ASSERT_OK(a_->catalog().CreateTable(Spec("shop", "zebras", {"name"})));
+  ASSERT_EVENTUALLY([&] { ASSERT_NE(b_->Table("shop", "zebras"), nullptr); });
+  WaitVerifiable();
+  b_->Isolate();
+  RawDelete(*b_, "k7");  // shop.orders differs
+  b_->Start();
+  WaitVerifiable();
+  a_->faults().Set(fault_points::kVerifyBeforeRepair,
+                   FaultAction::ReturnError(absl::InternalError("injected")));
+  PeerVerify failed = a_->cluster().anti_entropy()->Verify("b", "shop");
+  EXPECT_FALSE(failed.status.ok());
+  ASSERT_EQ(failed.tables.size(), 2u) << "aardvarks, then orders fails";
+  EXPECT_EQ(failed.resume_from, "orders");
+  a_->faults().ClearAll();
+  PeerVerify resumed = a_->cluster().anti_entropy()->Verify("b", "shop");
+  ASSERT_OK(resumed.status);
+  ASSERT_EQ(resumed.tables.size(), 3u);
+  EXPECT_EQ(resumed.tables[0].table, "orders");
+  EXPECT_EQ(resumed.tables[0].repaired_there, 1u);
+  EXPECT_EQ(resumed.tables[1].table, "zebras");
+  EXPECT_EQ(resumed.tables[2].table, "aardvarks");
+  EXPECT_TRUE(resumed.resume_from.empty());
+}
+
 // R11: a table the route excludes is neither compared nor repaired, from either side.
 TEST_F(AntiEntropyTest, R18_SkipsExcludedTables) {
   TestNode c("c", dir_.Sub("c"), "s3cret"), d("d", dir_.Sub("d"), "s3cret");
