@@ -89,42 +89,14 @@ BENCHMARK(BM_RawRocksDBWriteBatch)->Arg(1)->Arg(100)->UseRealTime();
 // RocksDB alone writing what one indexed record costs in entries: the record, one index entry
 // (a key that does not follow the previous one) and a change-log entry naming the write.
 // The floor under BM_Insert/index:1; the gap between the two is cairn's own work.
+//
+// digest:1 adds what an incremental anti-entropy digest would add per record (SPEC R18,
+// design 0007 costs the two ways to keep digests): the hashes of the old and new row stamps
+// and one merge (addition mod 2^64, the count merge operator the meta family already has)
+// into the row's leaf digest key. The gap to digest:0 is what every write would pay.
 void BM_RawRocksDBSameEntries(benchmark::State& state) {
   const int batch = static_cast<int>(state.range(0));
-  BenchDir dir;
-  auto node = OpenNode(dir, state);
-  if (!node) return;
-  auto* records = node->engine->cf(storage::Cf::kRecords);
-  auto* indexes = node->engine->cf(storage::Cf::kIndexes);
-  auto* log = node->engine->cf(storage::Cf::kChangeLog);
-  const std::string value = Record(1).dump() + std::string(40, 'x');
-  int64_t id = 0;
-  for (auto _ : state) {
-    rocksdb::WriteBatch b;
-    for (int i = 0; i < batch; ++i, ++id) {
-      std::string key = storage::RecordKey(1, "");
-      storage::PutBigEndian64(static_cast<uint64_t>(id), &key);
-      b.Put(records, key, value).PermitUncheckedError();
-      std::string ix =
-          storage::IndexAttributePrefix(1, 1) + absl::StrCat("customer-", id % 1000) + key;
-      b.Put(indexes, ix, "").PermitUncheckedError();
-      b.Put(log, storage::LogKey("bench", static_cast<uint64_t>(id)), std::string(40, 'l'))
-          .PermitUncheckedError();
-    }
-    if (!node->engine->Write(&b).ok()) state.SkipWithError("write failed");
-  }
-  state.SetItemsProcessed(id);
-}
-BENCHMARK(BM_RawRocksDBSameEntries)->Arg(100)->UseRealTime();
-
-// Anti-entropy's two ways to keep digests (SPEC R18, design 0007), costed before choosing.
-//
-// Kept in the write batch: BM_RawRocksDBSameEntries plus what an incremental digest adds per
-// record: the hashes of the old and new row stamps and one merge (addition mod 2^64, the
-// count merge operator the meta family already has) into the row's leaf digest key. The gap
-// to BM_RawRocksDBSameEntries is what every write would pay.
-void BM_RawRocksDBSameEntriesWithDigest(benchmark::State& state) {
-  const int batch = static_cast<int>(state.range(0));
+  const bool digest = state.range(1) != 0;
   BenchDir dir;
   auto node = OpenNode(dir, state);
   if (!node) return;
@@ -145,6 +117,7 @@ void BM_RawRocksDBSameEntriesWithDigest(benchmark::State& state) {
       b.Put(indexes, ix, "").PermitUncheckedError();
       b.Put(log, storage::LogKey("bench", static_cast<uint64_t>(id)), std::string(40, 'l'))
           .PermitUncheckedError();
+      if (!digest) continue;
       catalog::RowStamp stamp{key.substr(8), static_cast<Hlc>(id) + 1, "node-a", 7, false};
       const uint64_t old_hash = catalog::RowHash(stamp);  // the row it replaces
       stamp.version += 1;
@@ -159,7 +132,11 @@ void BM_RawRocksDBSameEntriesWithDigest(benchmark::State& state) {
   }
   state.SetItemsProcessed(id);
 }
-BENCHMARK(BM_RawRocksDBSameEntriesWithDigest)->Arg(100)->UseRealTime();
+BENCHMARK(BM_RawRocksDBSameEntries)
+    ->ArgNames({"batch", "digest"})
+    ->Args({100, 0})
+    ->Args({100, 1})
+    ->UseRealTime();
 
 // The table of the write benchmarks; `indexed`: one secondary index, on "name".
 catalog::TableSpec OrdersTable(bool indexed) {

@@ -1,5 +1,7 @@
 #include "cluster-tests/harness/ops.h"
 
+#include <filesystem>
+
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 
@@ -27,6 +29,21 @@ absl::StatusOr<std::set<std::string>> Keys(const Cluster& c, const std::string& 
     keys.insert(r["id"].is_string() ? r["id"].get<std::string>() : r["id"].dump());
   }
   return keys;
+}
+
+std::set<std::string> RowIds(const std::vector<std::pair<std::string, int>>& runs) {
+  std::set<std::string> keys;
+  for (const auto& [prefix, n] : runs) {
+    for (int i = 0; i < n; ++i) keys.insert(prefix + "-" + std::to_string(i));
+  }
+  return keys;
+}
+
+void ReplaceDataDir(const std::string& data_dir, const std::string& backup) {
+  const std::string staged = data_dir + ".restoring";
+  std::filesystem::copy(backup, staged, std::filesystem::copy_options::recursive);
+  std::filesystem::remove_all(data_dir);
+  std::filesystem::rename(staged, data_dir);
 }
 
 }  // namespace cairn::harness::ops

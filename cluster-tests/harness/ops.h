@@ -50,6 +50,9 @@ inline json Rows(const std::string& prefix, int n) {
   return records;
 }
 
+// The ids ops::Rows makes for each (prefix, n) run, as ops::Keys returns them.
+std::set<std::string> RowIds(const std::vector<std::pair<std::string, int>>& runs);
+
 inline json DescribeTable(const std::string& db, const std::string& table) {
   return {{"operation", "describe_table"}, {"database", db}, {"table", table}};
 }
@@ -61,5 +64,9 @@ absl::StatusOr<bool> HasTable(const Cluster& c, const std::string& node, const s
 // The primary keys (as strings) of every record of a table on a node.
 absl::StatusOr<std::set<std::string>> Keys(const Cluster& c, const std::string& node,
                                            const std::string& db, const std::string& table);
+
+// The operator's restore (docs/operations.md): with the node down, its data directory is
+// replaced by a copy of `backup` (which may live under it, in <data-dir>/backups).
+void ReplaceDataDir(const std::string& data_dir, const std::string& backup);
 
 }  // namespace cairn::harness::ops

@@ -13,24 +13,6 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-std::set<std::string> Expected(const std::vector<std::pair<std::string, int>>& runs) {
-  std::set<std::string> keys;
-  for (const auto& [prefix, n] : runs) {
-    for (int i = 0; i < n; ++i) keys.insert(absl::StrCat(prefix, "-", i));
-  }
-  return keys;
-}
-
-// The operator's restore: the node is down, its data directory is replaced by the backup
-// (docs/operations.md), and it starts again.
-void ReplaceDataDir(const std::string& data_dir, const std::string& backup) {
-  // The backup lives under the data directory (<data-dir>/backups): copy it out first.
-  const std::string staged = data_dir + ".restoring";
-  fs::copy(backup, staged, fs::copy_options::recursive);
-  fs::remove_all(data_dir);
-  fs::rename(staged, data_dir);
-}
-
 // n1 is restored from a backup taken before it wrote more, dropped a table and deleted a
 // row. After the restore it holds everything again (its own later writes come back from its
 // peers' full copies, decision 51), the dropped table stays dropped (C8), the deleted row
@@ -57,12 +39,12 @@ TEST_F(ScenarioTest, RestoredNodeGetsBackItsOwnLaterWrites) {
   ASSERT_OK(c.WaitConverged());
 
   c.Kill("n1");
-  ReplaceDataDir(c.node("n1").options().data_dir, path);
+  ops::ReplaceDataDir(c.node("n1").options().data_dir, path);
   ASSERT_OK(c.Restart("n1"));
   EXPECT_TRUE(absl::StrContains(c.node("n1").log(), "restoring it with a new log identity"));
   ASSERT_OK(c.WaitConverged());
 
-  std::set<std::string> expected = Expected({{"before", 50}, {"after", 40}, {"peer", 20}});
+  std::set<std::string> expected = ops::RowIds({{"before", 50}, {"after", 40}, {"peer", 20}});
   expected.erase("before-0");
   for (const std::string& n : c.names()) {
     CAIRN_ASSIGN_OR_FAIL(auto keys, ops::Keys(c, n, "shop", "orders"));
@@ -106,7 +88,7 @@ TEST_F(ScenarioTest, RestoreRefusesABackupOlderThanDeletesAreRemembered) {
   CAIRN_ASSIGN_OR_FAIL(json backup, c.Ok("n1", {{"operation", "create_backup"}}));
   c.Kill("n1");
   const std::string data_dir = c.node("n1").options().data_dir;
-  ReplaceDataDir(data_dir, backup["path"]);
+  ops::ReplaceDataDir(data_dir, backup["path"]);
   // Eight days old: one more than the 168 h tombstone retention.
   std::ifstream in(data_dir + "/backup.json");
   json manifest = json::parse(in);

@@ -3,7 +3,6 @@
 // paused, and a node killed in the middle of a repair finishes it with the next verify.
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -18,15 +17,6 @@ namespace cairn::harness {
 namespace {
 
 using nlohmann::json;
-namespace fs = std::filesystem;
-
-std::set<std::string> Expected(const std::vector<std::pair<std::string, int>>& runs) {
-  std::set<std::string> keys;
-  for (const auto& [prefix, n] : runs) {
-    for (int i = 0; i < n; ++i) keys.insert(absl::StrCat(prefix, "-", i));
-  }
-  return keys;
-}
 
 json Verify(const std::string& db) { return {{"operation", "verify"}, {"database", db}}; }
 
@@ -74,15 +64,11 @@ TEST_F(ScenarioTest, R18_VerifyAloneBringsBackARestoredNode) {
     ASSERT_OK(c.SetFault(n, absl::StrCat(fault_points::kReplSendBatch, "=block")));
   }
   c.Kill("n1");
-  const std::string data_dir = c.node("n1").options().data_dir;
-  const std::string staged = data_dir + ".restoring";
-  fs::copy(backup["path"].get<std::string>(), staged, fs::copy_options::recursive);
-  fs::remove_all(data_dir);
-  fs::rename(staged, data_dir);
+  ops::ReplaceDataDir(c.node("n1").options().data_dir, backup["path"].get<std::string>());
   ASSERT_OK(
       c.Restart("n1", {"--fault", absl::StrCat(fault_points::kVerifyBeforeRepair, "=crash")}));
   CAIRN_ASSIGN_OR_FAIL(auto stale, ops::Keys(c, "n1", "shop", "orders"));
-  EXPECT_EQ(stale, Expected({{"before", 50}})) << "the restore holds only what the backup did";
+  EXPECT_EQ(stale, ops::RowIds({{"before", 50}})) << "the restore holds only what the backup did";
 
   // Killed at the first repair.
   ASSERT_OK(WaitVerifiable(c, "n1"));
@@ -96,7 +82,7 @@ TEST_F(ScenarioTest, R18_VerifyAloneBringsBackARestoredNode) {
   CAIRN_ASSIGN_OR_FAIL(json repaired, c.Ok("n1", Verify("shop")));
   EXPECT_GT(Repaired(repaired), 0u) << repaired.dump();
   EXPECT_TRUE(repaired.value("in_sync", false)) << repaired.dump();
-  std::set<std::string> expected = Expected({{"before", 50}, {"after", 40}});
+  std::set<std::string> expected = ops::RowIds({{"before", 50}, {"after", 40}});
   expected.erase("before-0");
   for (const std::string& n : c.names()) {
     CAIRN_ASSIGN_OR_FAIL(auto keys, ops::Keys(c, n, "shop", "orders"));
