@@ -22,6 +22,19 @@ class ScenarioTest : public ::testing::Test {
   void SetUp() override { seed_ = ::cairn::testing::TestSeed(); }
 
   void TearDown() override {
+    // SPEC R18: a repair means some other rule failed, unless the scenario made divergence
+    // on purpose (expect_repairs_).
+    if (!HasFailure() && cluster_ != nullptr && !expect_repairs_) {
+      for (const std::string& n : cluster_->running()) {
+        const HttpAnswer m = cluster_->node(n).Get("/metrics");
+        const std::string line = "cairn_antientropy_rows_repaired_total ";
+        const size_t at = m.body.find("\n" + line);
+        if (at != std::string::npos && m.body.compare(at + 1 + line.size(), 2, "0\n") != 0) {
+          ADD_FAILURE() << n << " repaired rows (anti-entropy, R18) in a scenario that expects "
+                        << "none: " << m.body.substr(at + 1, m.body.find('\n', at + 1) - at - 1);
+        }
+      }
+    }
     if (HasFailure() && cluster_ != nullptr) std::cerr << cluster_->Report() << std::flush;
     cluster_.reset();
   }
@@ -40,6 +53,7 @@ class ScenarioTest : public ::testing::Test {
 
   uint64_t seed_ = 0;
   std::unique_ptr<Cluster> cluster_;
+  bool expect_repairs_ = false;  // the scenario makes divergence for anti-entropy to repair
 };
 
 // Load threads of a scenario: each runs `fn(stopping)` until asked to stop. Stop() (or the

@@ -46,6 +46,7 @@ absl::Status WaitVerifiable(const Cluster& c, const std::string& node) {
 // killed at its first repair (the crash point); after the restart a verify repairs
 // everything, and the next one nothing — also once replication flows again.
 TEST_F(ScenarioTest, R18_VerifyAloneBringsBackARestoredNode) {
+  expect_repairs_ = true;
   ASSERT_OK(StartCluster());
   Cluster& c = cluster();
   ASSERT_OK(c.Ok("n1", ops::CreateTable("shop", "orders")));
