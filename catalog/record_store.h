@@ -74,8 +74,9 @@ struct ApplyStats {
 struct DigestScanOptions {
   Hlc settled_before = 0;  // tombstones older than this are left out of digests
   // Called with the rows read since its last call, every kPaceRows rows: the caller's rate
-  // limit (it may block). Null: no limit.
-  std::function<void(uint64_t rows)> pace;
+  // limit (it may block) and its way to cancel the scan (an error ends it with that error).
+  // Null: no limit.
+  std::function<absl::Status(uint64_t rows)> pace;
   static constexpr uint64_t kPaceRows = 256;
 };
 

@@ -3,6 +3,7 @@
 // the generation (C9) and checks for a drop at every row, so a drop never waits for a scan.
 #include <algorithm>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -25,12 +26,12 @@ namespace {
 class Pacer {
  public:
   explicit Pacer(const DigestScanOptions& options) : options_(options) {}
-  void Row() {
-    if (++pending_ >= DigestScanOptions::kPaceRows) Flush();
+  absl::Status Row() {
+    return ++pending_ >= DigestScanOptions::kPaceRows ? Flush() : absl::OkStatus();
   }
-  void Flush() {
-    if (pending_ > 0 && options_.pace) options_.pace(pending_);
-    pending_ = 0;
+  absl::Status Flush() {
+    const uint64_t rows = std::exchange(pending_, 0);
+    return rows > 0 && options_.pace ? options_.pace(rows) : absl::OkStatus();
   }
 
  private:
@@ -60,7 +61,7 @@ absl::Status ScanGeneration(storage::Engine* engine, FaultRegistry* faults, cons
   }
   for (; it->Valid(); it->Next()) {
     CAIRN_RETURN_IF_ERROR(checkpoint.Visit());
-    pacer.Row();
+    CAIRN_RETURN_IF_ERROR(pacer.Row());
     StoredRecord rec;
     if (!rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
       return absl::DataLossError(absl::StrCat("unreadable record in ", def.QualifiedName()));
@@ -68,7 +69,7 @@ absl::Status ScanGeneration(storage::Engine* engine, FaultRegistry* faults, cons
     rec.clear_json();
     if (!visit(storage::ToView(it->key()).substr(prefix.size()), rec)) break;
   }
-  pacer.Flush();
+  CAIRN_RETURN_IF_ERROR(pacer.Flush());
   return IteratorStatus(*it);
 }
 

@@ -4,6 +4,7 @@
 #include <future>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/fault_points.h"
 #include "common/status.h"
@@ -22,12 +23,17 @@ namespace {
 
 // What the callee accepts per step (a peer's values are input to check).
 constexpr size_t kMaxKeysPerStep = 10'000;
+// Bodies per rows answer or repair request, whatever the keys (a row may be as large as a
+// request, 10 MiB by default; a step with one row may exceed it).
+constexpr size_t kMaxStepBytes = 4 << 20;
 constexpr uint32_t kMaxWaitMs = 30'000;
 constexpr absl::Duration kCursorPoll = absl::Milliseconds(20);
 // A cursor that has not moved for this long while behind is not going to deliver.
 constexpr absl::Duration kCursorStall = absl::Seconds(5);
 // A step's deadline beyond its scan and its wait.
 constexpr absl::Duration kCallSlack = absl::Seconds(10);
+// What a step's deadline assumes the peer holds before its first answer says.
+constexpr uint64_t kUnknownPeerRows = 10'000'000;
 
 ChangeEntry EntryOf(const std::string& table, absl::string_view key, const StoredRecord& row,
                     bool with_body) {
@@ -68,8 +74,16 @@ bool Loses(const std::optional<StoredRecord>& row, Hlc version, absl::string_vie
   return !row.has_value() || catalog::LosesTo(row->version(), row->origin(), version, origin);
 }
 
-bool Same(const StoredRecord& row, const RowStamp& s) {
-  return row.version() == s.version && row.origin() == s.origin;
+// The row (an entry) carries exactly the stamp: the same write, unchanged since it was listed.
+bool Same(const ChangeEntry& row, const RowStamp& s) {
+  return row.version() == s.version && row.origin() == s.origin &&
+         row.row_generation() == s.row_generation && (row.op() == storage::v1::DELETE) == s.deleted;
+}
+
+// Rows an apply neither took nor lost to a newer one: a retired generation, a node-local
+// table of the name, malformed, or parked. Differences verify could not repair.
+uint64_t NotApplied(const catalog::ApplyStats& s) {
+  return s.dead_generation + s.node_local + s.malformed + s.parked;
 }
 
 TableVerify Skipped(const std::string& table, const std::string& why) {
@@ -93,11 +107,23 @@ std::vector<std::string> KeysOf(const std::vector<RowStamp>& stamps) {
 AntiEntropy::AntiEntropy(catalog::LocalNode* node, Cluster* cluster, AntiEntropyOptions options)
     : node_(node), cluster_(cluster), options_(options) {
   if (options_.rate > 0) {
-    limiter_.reset(rocksdb::NewGenericRateLimiter(static_cast<int64_t>(options_.rate)));
+    // kAllIo: the default (writes only) would let every read request through unpaced.
+    limiter_.reset(rocksdb::NewGenericRateLimiter(static_cast<int64_t>(options_.rate),
+                                                  /*refill_period_us=*/100 * 1000,
+                                                  /*fairness=*/10,
+                                                  rocksdb::RateLimiter::Mode::kAllIo));
   }
 }
 
-AntiEntropy::~AntiEntropy() { Stop(); }
+AntiEntropy::~AntiEntropy() {
+  // Cluster::Stop has run Stop(); the Cluster's members may be gone by now, so only the
+  // thread is made sure of here.
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (loop_.joinable()) loop_.join();
+}
 
 void AntiEntropy::Start() {
   if (options_.interval <= absl::ZeroDuration() || options_.interval == absl::InfiniteDuration()) {
@@ -111,6 +137,7 @@ void AntiEntropy::Stop() {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
+  cluster_->CancelVerifyCalls();  // calls in flight end now, new ones at once
   if (loop_.joinable()) loop_.join();
 }
 
@@ -149,20 +176,27 @@ Hlc AntiEntropy::SettledBefore() const {
   return ms <= 0 ? 0 : HybridClock::Make(static_cast<uint64_t>(ms), 0);
 }
 
-catalog::DigestScanOptions AntiEntropy::ScanOptions(Hlc settled_before) {
+catalog::DigestScanOptions AntiEntropy::ScanOptions(Hlc settled_before,
+                                                    std::function<bool()> cancelled) {
   catalog::DigestScanOptions o;
   o.settled_before = settled_before;
-  if (limiter_ != nullptr) {
-    rocksdb::RateLimiter* limiter = limiter_.get();
-    o.pace = [limiter](uint64_t rows) {
-      const int64_t burst = std::max<int64_t>(1, limiter->GetSingleBurstBytes());
-      for (int64_t left = static_cast<int64_t>(rows); left > 0; left -= burst) {
-        limiter->Request(std::min(left, burst), rocksdb::Env::IO_LOW, nullptr,
-                         rocksdb::RateLimiter::OpType::kRead);
-      }
-    };
-  }
+  rocksdb::RateLimiter* limiter = limiter_.get();
+  o.pace = [this, limiter, cancelled = std::move(cancelled)](uint64_t rows) -> absl::Status {
+    if (Stopping()) return absl::CancelledError("this node is shutting down");
+    if (cancelled && cancelled()) return absl::CancelledError("the verify call was cancelled");
+    if (limiter == nullptr) return absl::OkStatus();
+    const int64_t burst = std::max<int64_t>(1, limiter->GetSingleBurstBytes());
+    for (int64_t left = static_cast<int64_t>(rows); left > 0; left -= burst) {
+      limiter->Request(std::min(left, burst), rocksdb::Env::IO_LOW, nullptr,
+                       rocksdb::RateLimiter::OpType::kRead);
+    }
+    return absl::OkStatus();
+  };
   return o;
+}
+
+uint64_t AntiEntropy::rows_paced() const {
+  return limiter_ == nullptr ? 0 : static_cast<uint64_t>(limiter_->GetTotalBytesThrough());
 }
 
 PeerVerify AntiEntropy::Verify(const std::string& peer, const std::string& db,
@@ -209,36 +243,60 @@ PeerVerify AntiEntropy::Verify(const std::string& peer, const std::string& db,
     }
     absl::Status error;
     out.tables.push_back(VerifyTable(peer, def, &error));
+    // A table that fails does not hold the others back; the next run starts at the first
+    // that failed. A peer gone or this node stopping ends the run.
     if (!error.ok()) {
-      out.status = error;
-      out.resume_from = def->name();
-      break;
+      if (out.status.ok()) {
+        out.status = error;
+        out.resume_from = def->name();
+      }
+      if (absl::IsUnavailable(error) || absl::IsCancelled(error)) break;
     }
   }
   out.finished = absl::Now();
-  Record(out);
+  Record(out, /*whole_database=*/!table.has_value());
   return out;
 }
 
-void AntiEntropy::Record(const PeerVerify& result) {
-  VerifyRecord r;
-  r.verified_at = result.finished;
-  r.in_sync = result.status.ok();
-  r.error = result.status.ok() ? "" : result.status.ToString();
-  r.resume_from = result.resume_from;
-  for (const TableVerify& t : result.tables) {
-    r.rows_compared += t.rows_compared;
-    r.rows_repaired += t.rows_repaired();
-    if (t.skipped.empty() && !t.in_sync()) r.in_sync = false;
-  }
+void AntiEntropy::Record(const PeerVerify& result, bool whole_database) {
   runs_total_.fetch_add(1);
   absl::MutexLock lock(&mu_);
-  records_[{result.peer, result.database}] = std::move(r);
+  DbRecord& r = records_[{result.peer, result.database}];
+  for (const TableVerify& t : result.tables) {
+    if (!t.skipped.empty() && !t.schema_differs) {
+      r.tables.erase(t.table);  // not compared by rule (node-local, excluded, dropped)
+      continue;
+    }
+    r.tables[t.table] = {result.finished, t.rows_compared, t.rows_repaired(), t.in_sync()};
+  }
+  r.error = result.status.ok() ? "" : result.status.ToString();
+  if (whole_database || !result.resume_from.empty()) {
+    r.resume_from = result.resume_from;
+  } else if (result.tables.size() == 1 && r.resume_from == result.tables[0].table) {
+    r.resume_from.clear();  // the table it stopped at is done now
+  }
 }
 
 absl::btree_map<std::pair<std::string, std::string>, VerifyRecord> AntiEntropy::Records() const {
+  catalog::SnapshotRef snap = node_->catalog->Snapshot();
   absl::MutexLock lock(&mu_);
-  return records_;
+  absl::btree_map<std::pair<std::string, std::string>, VerifyRecord> out;
+  for (const auto& [key, r] : records_) {
+    VerifyRecord& v = out[key];
+    v.verified_at = absl::InfiniteFuture();
+    v.in_sync = r.error.empty();
+    v.error = r.error;
+    v.resume_from = r.resume_from;
+    for (const auto& [table, t] : r.tables) {
+      if (!snap->FindTable(key.second, table).ok()) continue;  // dropped since
+      v.verified_at = std::min(v.verified_at, t.at);           // every table since then
+      v.rows_compared += t.rows_compared;
+      v.rows_repaired += t.rows_repaired;
+      v.in_sync = v.in_sync && t.in_sync;
+    }
+    if (v.verified_at == absl::InfiniteFuture()) v.verified_at = absl::InfinitePast();
+  }
+  return out;
 }
 
 absl::Status AntiEntropy::Call(const std::string& peer, const TableRef& def,
@@ -249,11 +307,14 @@ absl::Status AntiEntropy::Call(const std::string& peer, const TableRef& def,
   t->set_table(def->name());
   t->set_created_time(def->created_time());
   if (Stopping()) return absl::CancelledError("this node is shutting down");
-  // A step scans the table once at most on the callee, at its rate limit (assumed like ours).
+  // A step scans the table once at most on the callee, at its rate limit (assumed like ours):
+  // as many rows as the larger side holds, or, before the peer said, kUnknownPeerRows.
   absl::Duration timeout = kCallSlack + options_.catch_up_wait;
   if (options_.rate > 0) {
     auto rows = node_->records->RecordCount(*def);
-    if (rows.ok()) timeout += absl::Seconds(2.0 * static_cast<double>(*rows) / options_.rate);
+    const uint64_t scanned =
+        std::max(rows.ok() ? *rows : 0, out->peer_rows == 0 ? kUnknownPeerRows : out->peer_rows);
+    timeout += absl::Seconds(2.0 * static_cast<double>(scanned) / options_.rate);
   }
   out->bytes_sent += request->ByteSizeLong();
   absl::Status s = cluster_->CallVerify(peer, *request, response, timeout);
@@ -309,9 +370,11 @@ TableVerify AntiEntropy::VerifyTable(const std::string& peer, const TableRef& de
   if (!tree.ok()) return finish(tree.status());
   if (!response.skipped().empty()) {
     out.skipped = absl::StrCat(peer, ": ", response.skipped());
+    out.schema_differs = response.schema_differs();
     return finish(absl::OkStatus());
   }
   const std::vector<uint64_t> branches = tree->Level(depth - 1);
+  out.peer_rows = std::max<uint64_t>(1, response.digest().rows());
   out.rows_compared = std::max<uint64_t>(tree->rows(), response.digest().rows());
   if (std::equal(branches.begin(), branches.end(), response.digest().branches().begin(),
                  response.digest().branches().end())) {
@@ -322,6 +385,7 @@ TableVerify AntiEntropy::VerifyTable(const std::string& peer, const TableRef& de
   if (absl::Status s = Call(peer, def, &request, &response, &out); !s.ok()) return finish(s);
   if (!response.skipped().empty()) {
     out.skipped = absl::StrCat(peer, ": ", response.skipped());
+    out.schema_differs = response.schema_differs();
     return finish(absl::OkStatus());
   }
   const peer::v1::VerifyDigestAnswer& theirs = response.digest();
@@ -359,6 +423,7 @@ TableVerify AntiEntropy::VerifyTable(const std::string& peer, const TableRef& de
     if (absl::Status s = Call(peer, def, &request, &response, &out); !s.ok()) return finish(s);
     if (!response.skipped().empty()) {
       out.skipped = absl::StrCat(peer, ": ", response.skipped());
+      out.schema_differs = response.schema_differs();
       return finish(absl::OkStatus());
     }
     auto mine =
@@ -367,12 +432,18 @@ TableVerify AntiEntropy::VerifyTable(const std::string& peer, const TableRef& de
     const uint64_t own_seq = node_->log->ReservedSeq(def->database());
     std::vector<RowStamp> remote;
     for (const ChangeEntry& e : response.stamps().stamps()) remote.push_back(StampOf(e));
-    if (!std::is_sorted(remote.begin(), remote.end(),
-                        [](const RowStamp& a, const RowStamp& b) { return a.key < b.key; })) {
-      return finish(absl::DataLossError(absl::StrCat(peer, " answered stamps out of order")));
+    // A peer's page must move on: keys strictly increasing, all after `after`.
+    for (size_t i = 0; i < remote.size(); ++i) {
+      const std::string& prev = i == 0 ? after : remote[i - 1].key;
+      if ((i > 0 || !after.empty()) && remote[i].key <= prev) {
+        return finish(absl::DataLossError(absl::StrCat(peer, " answered stamps out of order")));
+      }
+    }
+    if (response.stamps().more() && remote.empty()) {
+      return finish(absl::DataLossError(absl::StrCat(peer, " answered an empty page with more")));
     }
     std::optional<std::string> end;
-    if (response.stamps().more() && !remote.empty()) end = remote.back().key;
+    if (response.stamps().more()) end = remote.back().key;
     if (mine->more && !mine->stamps.empty() && (!end || mine->stamps.back().key < *end)) {
       end = mine->stamps.back().key;
     }
@@ -396,98 +467,130 @@ TableVerify AntiEntropy::VerifyTable(const std::string& peer, const TableRef& de
 absl::Status AntiEntropy::Settle(const std::string& peer, const TableRef& def,
                                  const catalog::StampDiff& diff, uint64_t peer_log_id,
                                  uint64_t peer_seq, uint64_t own_seq, TableVerify* out) {
+  CAIRN_RETURN_IF_ERROR(Pull(peer, def, diff.pull, peer_log_id, peer_seq, out));
+  return Push(peer, def, diff.push, own_seq, out);
+}
+
+// 3. Rows the peer holds newer: once this node's cursor on the peer's log has passed where the
+//    peer stood (or replication stopped delivering), those still older here and unchanged
+//    there are divergence.
+absl::Status AntiEntropy::Pull(const std::string& peer, const TableRef& def,
+                               const std::vector<RowStamp>& pull, uint64_t peer_log_id,
+                               uint64_t peer_seq, TableVerify* out) {
+  if (pull.empty()) return absl::OkStatus();
   const std::string& db = def->database();
-  peer::v1::VerifyRequest request;
-  peer::v1::VerifyResponse response;
-
-  // 3. Rows the peer holds newer: once this node's cursor on the peer's log has passed where
-  //    the peer stood (or replication stopped delivering), those still older here and
-  //    unchanged there are divergence.
-  if (!diff.pull.empty()) {
-    if (!WaitForCursor(peer, db, peer_log_id, peer_seq, options_.catch_up_wait)) {
-      out->repaired_behind_replication = true;
-    }
-    CAIRN_ASSIGN_OR_RETURN(auto here, node_->records->ReadStored(def, KeysOf(diff.pull)));
-    std::vector<const RowStamp*> wanted;
-    for (size_t i = 0; i < diff.pull.size(); ++i) {
-      if (Loses(here[i], diff.pull[i].version, diff.pull[i].origin)) {
-        wanted.push_back(&diff.pull[i]);
-        request.mutable_rows()->add_keys(diff.pull[i].key);
-      }
-    }
-    if (!wanted.empty()) {
-      CAIRN_RETURN_IF_ERROR(Call(peer, def, &request, &response, out));
-      if (!response.skipped().empty()) return Error(ErrorCode::kTableDropping, response.skipped());
-      std::vector<ChangeEntry> apply;
-      size_t next = 0;
-      for (const ChangeEntry& row : response.rows().rows()) {
-        while (next < wanted.size() && wanted[next]->key != row.key()) {
-          ++out->unsettled;  // gone there since
-          ++next;
-        }
-        if (next == wanted.size()) break;
-        const RowStamp& stamp = *wanted[next++];
-        if (row.version() != stamp.version || row.origin() != stamp.origin) {
-          ++out->unsettled;  // changed there since: in flight again
-          continue;
-        }
-        apply.push_back(row);
-        apply.back().set_table(def->name());
-      }
-      out->unsettled += wanted.size() - next;
-      if (!apply.empty()) {
-        peer::v1::ChangeBatch check;
-        for (const ChangeEntry& e : apply) *check.add_entries() = e;
-        CAIRN_RETURN_IF_ERROR(cluster_->clock_bound().CheckBatch(check, peer));  // R16
-        CAIRN_RETURN_IF_ERROR(
-            CAIRN_FAULT(node_->catalog->options().faults, fault_points::kVerifyBeforeRepair));
-        std::vector<ChangeEntry> unapplied;
-        CAIRN_ASSIGN_OR_RETURN(catalog::ApplyStats stats,
-                               node_->records->ApplyPeerEntries(db, apply, nullptr, &unapplied));
-        out->repaired_here += stats.applied;
-      }
-    }
+  const absl::Duration wait = out->pull_stalled ? absl::ZeroDuration() : options_.catch_up_wait;
+  if (!WaitForCursor(peer, db, peer_log_id, peer_seq, wait)) {
+    out->repaired_behind_replication = out->pull_stalled = true;
   }
-
-  // 4, 5. Rows this node holds newer: the peer says which it still lacks once its cursor on
-  //    this node's log has passed own_seq (or stopped moving); those unchanged here go to it.
-  if (!diff.push.empty()) {
-    request.Clear();
-    response.Clear();
-    peer::v1::VerifyBehind* behind = request.mutable_behind();
-    for (const RowStamp& s : diff.push) *behind->add_stamps() = EntryOf(def->name(), s);
-    behind->set_log_id(node_->log->log_id());
-    behind->set_reserved_seq(own_seq);
-    behind->set_wait_ms(static_cast<uint32_t>(
-        std::min<int64_t>(absl::ToInt64Milliseconds(options_.catch_up_wait), kMaxWaitMs)));
+  CAIRN_ASSIGN_OR_RETURN(auto here, node_->records->ReadStored(def, KeysOf(pull)));
+  std::vector<const RowStamp*> wanted;
+  for (size_t i = 0; i < pull.size(); ++i) {
+    if (Loses(here[i], pull[i].version, pull[i].origin)) wanted.push_back(&pull[i]);
+  }
+  // The peer answers a prefix of the keys asked, within its byte budget; ask again for the rest.
+  for (size_t from = 0; from < wanted.size();) {
+    peer::v1::VerifyRequest request;
+    peer::v1::VerifyResponse response;
+    for (size_t i = from; i < wanted.size() && i < from + kMaxKeysPerStep; ++i) {
+      request.mutable_rows()->add_keys(wanted[i]->key);
+    }
     CAIRN_RETURN_IF_ERROR(Call(peer, def, &request, &response, out));
     if (!response.skipped().empty()) return Error(ErrorCode::kTableDropping, response.skipped());
-    if (!response.behind().caught_up()) out->repaired_behind_replication = true;
-    std::vector<std::string> keys(response.behind().keys().begin(), response.behind().keys().end());
-    if (keys.empty()) return absl::OkStatus();
-    if (keys.size() > diff.push.size()) {
-      return absl::DataLossError(absl::StrCat(peer, " answered more keys than it was asked"));
+    const uint32_t answered = response.rows().answered();
+    if (answered == 0 || answered > static_cast<uint32_t>(request.rows().keys_size())) {
+      return absl::DataLossError(absl::StrCat(peer, " answered no rows of ", wanted.size() - from));
     }
-    CAIRN_ASSIGN_OR_RETURN(auto here, node_->records->ReadStored(def, keys));
-    request.Clear();
-    response.Clear();
-    for (size_t i = 0; i < keys.size(); ++i) {
-      auto stamp = std::find_if(diff.push.begin(), diff.push.end(),
-                                [&](const RowStamp& s) { return s.key == keys[i]; });
-      if (stamp == diff.push.end() || !here[i].has_value() || !Same(*here[i], *stamp)) {
-        ++out->unsettled;  // changed here since: in flight again
+    const size_t end = from + answered;
+    std::vector<ChangeEntry> apply;
+    size_t next = from;
+    for (const ChangeEntry& row : response.rows().rows()) {
+      while (next < end && wanted[next]->key != row.key()) {
+        ++out->unsettled;  // gone there since
+        ++next;
+      }
+      if (next == end) break;
+      if (!Same(row, *wanted[next++])) {
+        ++out->unsettled;  // changed there since: in flight again
         continue;
       }
-      *request.mutable_repair()->add_rows() = EntryOf(def->name(), keys[i], *here[i], true);
+      apply.push_back(row);
+      apply.back().set_table(def->name());
     }
+    out->unsettled += end - next;
+    from = end;
+    if (apply.empty()) continue;
+    peer::v1::ChangeBatch check;
+    for (const ChangeEntry& e : apply) *check.add_entries() = e;
+    CAIRN_RETURN_IF_ERROR(cluster_->clock_bound().CheckBatch(check, peer));  // R16
+    CAIRN_RETURN_IF_ERROR(
+        CAIRN_FAULT(node_->catalog->options().faults, fault_points::kVerifyBeforeRepair));
+    std::vector<ChangeEntry> unapplied;
+    CAIRN_ASSIGN_OR_RETURN(catalog::ApplyStats stats,
+                           node_->records->ApplyPeerEntries(db, apply, nullptr, &unapplied));
+    out->repaired_here += stats.applied;
+    out->unrepaired += NotApplied(stats);
+  }
+  return absl::OkStatus();
+}
+
+// 4, 5. Rows this node holds newer: the peer says which it still lacks once its cursor on this
+//    node's log has passed own_seq (or stopped moving); those unchanged here go to it, in
+//    repairs of at most kMaxStepBytes.
+absl::Status AntiEntropy::Push(const std::string& peer, const TableRef& def,
+                               const std::vector<RowStamp>& push, uint64_t own_seq,
+                               TableVerify* out) {
+  if (push.empty()) return absl::OkStatus();
+  peer::v1::VerifyRequest request;
+  peer::v1::VerifyResponse response;
+  peer::v1::VerifyBehind* behind = request.mutable_behind();
+  for (const RowStamp& s : push) *behind->add_stamps() = EntryOf(def->name(), s);
+  behind->set_log_id(node_->log->log_id());
+  behind->set_reserved_seq(own_seq);
+  behind->set_wait_ms(out->push_stalled
+                          ? 0
+                          : static_cast<uint32_t>(std::min<int64_t>(
+                                absl::ToInt64Milliseconds(options_.catch_up_wait), kMaxWaitMs)));
+  CAIRN_RETURN_IF_ERROR(Call(peer, def, &request, &response, out));
+  if (!response.skipped().empty()) return Error(ErrorCode::kTableDropping, response.skipped());
+  if (!response.behind().caught_up()) out->repaired_behind_replication = out->push_stalled = true;
+  std::vector<std::string> keys(response.behind().keys().begin(), response.behind().keys().end());
+  if (keys.empty()) return absl::OkStatus();
+  absl::flat_hash_map<std::string, const RowStamp*> asked;
+  for (const RowStamp& s : push) asked[s.key] = &s;
+  if (keys.size() > push.size()) {
+    return absl::DataLossError(absl::StrCat(peer, " answered more keys than it was asked"));
+  }
+  CAIRN_ASSIGN_OR_RETURN(auto here, node_->records->ReadStored(def, keys));
+  auto send = [&]() -> absl::Status {
     if (request.repair().rows_size() == 0) return absl::OkStatus();
     CAIRN_RETURN_IF_ERROR(
         CAIRN_FAULT(node_->catalog->options().faults, fault_points::kVerifyBeforeRepair));
+    response.Clear();
     CAIRN_RETURN_IF_ERROR(Call(peer, def, &request, &response, out));
     if (!response.skipped().empty()) return Error(ErrorCode::kTableDropping, response.skipped());
     out->repaired_there += response.repair().applied();
+    out->unrepaired += response.repair().not_applied();
+    request.Clear();
+    return absl::OkStatus();
+  };
+  request.Clear();
+  size_t bytes = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto stamp = asked.find(keys[i]);
+    if (stamp == asked.end() || !here[i].has_value() ||
+        !Same(EntryOf(def->name(), keys[i], *here[i], false), *stamp->second)) {
+      ++out->unsettled;  // changed here since (or never asked): in flight again
+      continue;
+    }
+    *request.mutable_repair()->add_rows() = EntryOf(def->name(), keys[i], *here[i], true);
+    bytes += here[i]->json().size() + keys[i].size();
+    if (bytes >= kMaxStepBytes) {
+      CAIRN_RETURN_IF_ERROR(send());
+      bytes = 0;
+    }
   }
-  return absl::OkStatus();
+  return send();
 }
 
 bool AntiEntropy::WaitForCursor(const std::string& peer, const std::string& db, uint64_t log_id,
@@ -519,26 +622,31 @@ bool AntiEntropy::WaitForCursor(const std::string& peer, const std::string& db, 
 }
 
 absl::Status AntiEntropy::Serve(const std::string& peer, const peer::v1::VerifyRequest& request,
-                                peer::v1::VerifyResponse* response) {
+                                peer::v1::VerifyResponse* response,
+                                std::function<bool()> cancelled) {
   const peer::v1::VerifyTable& t = request.table();
+  if (cluster_->ExclusionsFor(peer).Excludes(t.database(), t.table())) {
+    response->set_skipped("excluded by its route (R11)");  // whatever it holds of the name
+    return absl::OkStatus();
+  }
   catalog::SnapshotRef snap = node_->catalog->Snapshot();
   auto found = snap->FindTable(t.database(), t.table());
   if (!found.ok()) {
-    response->set_skipped(Dropping(found.status()) ? "dropping" : "not live here");
+    const bool dropping = Dropping(found.status());
+    response->set_skipped(dropping ? "dropping" : "not live here");
+    response->set_schema_differs(!dropping);
     return absl::OkStatus();
   }
   const TableRef& def = *found;
   if (!def->replicate()) {
     response->set_skipped("node-local here (C11)");
+    response->set_schema_differs(true);
     return absl::OkStatus();
   }
   if (def->created_time() != t.created_time()) {
     response->set_skipped(
         absl::StrCat("another generation here (created_time ", def->created_time(), ")"));
-    return absl::OkStatus();
-  }
-  if (cluster_->ExclusionsFor(peer).Excludes(t.database(), t.table())) {
-    response->set_skipped("excluded by its route (R11)");
+    response->set_schema_differs(true);
     return absl::OkStatus();
   }
   auto served = [&](absl::Status s) {
@@ -560,8 +668,8 @@ absl::Status AntiEntropy::Serve(const std::string& peer, const peer::v1::VerifyR
       if (d.branches_size() != 0 && static_cast<size_t>(d.branches_size()) != branches) {
         return absl::InvalidArgumentError("verify digest: bad branch count");
       }
-      auto tree =
-          node_->records->Digest(def, static_cast<int>(d.depth()), ScanOptions(d.settled_before()));
+      auto tree = node_->records->Digest(def, static_cast<int>(d.depth()),
+                                         ScanOptions(d.settled_before(), cancelled));
       if (!tree.ok()) return served(tree.status());
       peer::v1::VerifyDigestAnswer* a = response->mutable_digest();
       a->set_rows(tree->rows());
@@ -586,7 +694,7 @@ absl::Status AntiEntropy::Serve(const std::string& peer, const peer::v1::VerifyR
       std::vector<uint32_t> leaves(s.leaves().begin(), s.leaves().end());
       auto page =
           node_->records->LeafStamps(def, static_cast<int>(s.depth()), leaves, s.after_key(),
-                                     s.limit() == 0 ? 1000 : s.limit(), ScanOptions(0));
+                                     s.limit() == 0 ? 1000 : s.limit(), ScanOptions(0, cancelled));
       if (!page.ok()) return served(page.status());
       peer::v1::VerifyStampsAnswer* a = response->mutable_stamps();
       for (const RowStamp& stamp : page->stamps) *a->add_stamps() = EntryOf(t.table(), stamp);
@@ -603,11 +711,15 @@ absl::Status AntiEntropy::Serve(const std::string& peer, const peer::v1::VerifyR
       std::vector<std::string> wanted(keys.begin(), keys.end());
       auto rows = node_->records->ReadStored(def, wanted);
       if (!rows.ok()) return served(rows.status());
-      for (size_t i = 0; i < wanted.size(); ++i) {
-        if ((*rows)[i].has_value()) {
-          *response->mutable_rows()->add_rows() = EntryOf(t.table(), wanted[i], *(*rows)[i], true);
-        }
+      peer::v1::VerifyRowsAnswer* a = response->mutable_rows();
+      size_t bytes = 0;
+      size_t i = 0;
+      for (; i < wanted.size() && (i == 0 || bytes < kMaxStepBytes); ++i) {
+        if (!(*rows)[i].has_value()) continue;
+        *a->add_rows() = EntryOf(t.table(), wanted[i], *(*rows)[i], true);
+        bytes += (*rows)[i]->json().size() + wanted[i].size();
       }
+      a->set_answered(static_cast<uint32_t>(i));
       return absl::OkStatus();
     }
     case peer::v1::VerifyRequest::kBehind: {
@@ -645,6 +757,7 @@ absl::Status AntiEntropy::Serve(const std::string& peer, const peer::v1::VerifyR
       auto stats = node_->records->ApplyPeerEntries(t.database(), apply, nullptr, &unapplied);
       if (!stats.ok()) return served(stats.status());
       response->mutable_repair()->set_applied(stats->applied);
+      response->mutable_repair()->set_not_applied(NotApplied(*stats));
       rows_repaired_total_.fetch_add(stats->applied);
       if (stats->applied > 0) {
         spdlog::warn("[{}] verify by {}: {} row(s) of {} repaired here",

@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,14 +64,23 @@ struct TableVerify {
   uint64_t repaired_there = 0;  // rows the peer took from this node
   uint64_t unsettled = 0;       // differences left to the next verify (in flight)
   uint64_t conflicts = 0;       // same write, other stamps (catalog::StampDiff)
+  // Differences the apply could not take (a retired generation, a node-local table of the
+  // name, malformed, parked): last-writer-wins does not repair them.
+  uint64_t unrepaired = 0;
+  // The peer holds another generation of the table, or none: its schema has not converged.
+  bool schema_differs = false;
   uint64_t differing_leaves = 0;
+  uint64_t peer_rows = 0;                       // rows in the peer's digest (0: not known yet)
   uint64_t bytes_sent = 0, bytes_received = 0;  // the Verify messages of this comparison
   // Some repair went ahead although a cursor had not caught up (stalled or too slow): the
   // repairs may include rows replication was still to deliver.
   bool repaired_behind_replication = false;
+  bool pull_stalled = false, push_stalled = false;  // later pages do not wait again
   absl::Duration duration;
   uint64_t rows_repaired() const { return repaired_here + repaired_there; }
-  bool in_sync() const { return skipped.empty() && unsettled == 0 && conflicts == 0; }
+  bool in_sync() const {
+    return !schema_differs && unsettled == 0 && conflicts == 0 && unrepaired == 0;
+  }
 };
 
 // One database's comparison with one peer.
@@ -83,7 +93,8 @@ struct PeerVerify {
   absl::Time finished;
 };
 
-// cluster_status, per peer and database: the last verify.
+// cluster_status, per peer and database: every table's last comparison together, of the
+// tables live now: verified_at is the oldest of them (all verified since), in_sync all of them.
 struct VerifyRecord {
   absl::Time verified_at = absl::InfinitePast();
   uint64_t rows_compared = 0;
@@ -96,7 +107,7 @@ struct VerifyRecord {
 class AntiEntropy {
  public:
   AntiEntropy(catalog::LocalNode* node, Cluster* cluster, AntiEntropyOptions options);
-  ~AntiEntropy();  // Stop()
+  ~AntiEntropy();  // joins the loop; the owner calls Stop() first (Cluster::Stop)
 
   // The background loop. Start once; Stop is idempotent, waits for the loop to end and makes
   // every verify still running (on demand) end at its next step with CANCELLED.
@@ -110,8 +121,9 @@ class AntiEntropy {
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // The callee's side of one step, for the peer service. Errors are the call's status.
+  // `cancelled` says the caller has gone (its call was cancelled or timed out): scans stop.
   absl::Status Serve(const std::string& peer, const peer::v1::VerifyRequest& request,
-                     peer::v1::VerifyResponse* response);
+                     peer::v1::VerifyResponse* response, std::function<bool()> cancelled = nullptr);
 
   absl::btree_map<std::pair<std::string, std::string>, VerifyRecord> Records() const
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -119,14 +131,21 @@ class AntiEntropy {
   uint64_t rows_repaired_total() const { return rows_repaired_total_.load(); }
   uint64_t runs_total() const { return runs_total_.load(); }
   double seconds_total() const { return static_cast<double>(micros_total_.load()) / 1e6; }
+  // Rows every scan on this node has asked its rate limiter for (0 without a limit).
+  uint64_t rows_paced() const;
 
  private:
   TableVerify VerifyTable(const std::string& peer, const catalog::TableRef& def,
                           absl::Status* error);
-  // Steps 2-5 for one page of differing keys.
+  // Steps 3-5 for one page of differing keys.
   absl::Status Settle(const std::string& peer, const catalog::TableRef& def,
                       const catalog::StampDiff& diff, uint64_t peer_log_id, uint64_t peer_seq,
                       uint64_t own_seq, TableVerify* out);
+  absl::Status Pull(const std::string& peer, const catalog::TableRef& def,
+                    const std::vector<catalog::RowStamp>& pull, uint64_t peer_log_id,
+                    uint64_t peer_seq, TableVerify* out);
+  absl::Status Push(const std::string& peer, const catalog::TableRef& def,
+                    const std::vector<catalog::RowStamp>& push, uint64_t own_seq, TableVerify* out);
   // One step; counts its bytes (messages, not framing) in *out.
   absl::Status Call(const std::string& peer, const catalog::TableRef& def,
                     peer::v1::VerifyRequest* request, peer::v1::VerifyResponse* response,
@@ -135,11 +154,14 @@ class AntiEntropy {
   // (true), or stops moving, or `wait` passes (false).
   bool WaitForCursor(const std::string& peer, const std::string& db, uint64_t log_id, uint64_t seq,
                      absl::Duration wait);
-  catalog::DigestScanOptions ScanOptions(Hlc settled_before);
+  // Paced by the node's rate limit; ends with CANCELLED once this node stops or `cancelled`
+  // (a caller gone) says so.
+  catalog::DigestScanOptions ScanOptions(Hlc settled_before,
+                                         std::function<bool()> cancelled = nullptr);
   Hlc SettledBefore() const;
   void Loop() ABSL_LOCKS_EXCLUDED(mu_);
   bool Stopping() const ABSL_LOCKS_EXCLUDED(mu_);
-  void Record(const PeerVerify& result) ABSL_LOCKS_EXCLUDED(mu_);
+  void Record(const PeerVerify& result, bool whole_database) ABSL_LOCKS_EXCLUDED(mu_);
 
   catalog::LocalNode* const node_;
   Cluster* const cluster_;
@@ -153,7 +175,18 @@ class AntiEntropy {
 
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  absl::btree_map<std::pair<std::string, std::string>, VerifyRecord> records_ ABSL_GUARDED_BY(mu_);
+  // Per (peer, database): each table's last comparison, and where the next run starts.
+  struct TableRecord {
+    absl::Time at;
+    uint64_t rows_compared = 0, rows_repaired = 0;
+    bool in_sync = false;
+  };
+  struct DbRecord {
+    absl::btree_map<std::string, TableRecord> tables;
+    std::string resume_from;
+    std::string error;  // of the last run
+  };
+  absl::btree_map<std::pair<std::string, std::string>, DbRecord> records_ ABSL_GUARDED_BY(mu_);
   std::thread loop_;
 };
 

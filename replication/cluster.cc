@@ -126,7 +126,8 @@ class Cluster::Service final : public peer::v1::Peer::Service {
     if (!peer.ok()) return ToGrpc(peer.status());
     if (cluster_->stopping()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "stopping");
     if (cluster_->IsCut(*peer)) return CutStatus();
-    return ToGrpc(cluster_->anti_entropy()->Serve(*peer, *request, response));
+    return ToGrpc(cluster_->anti_entropy()->Serve(*peer, *request, response,
+                                                  [context] { return context->IsCancelled(); }));
   }
 
   grpc::Status Forward(grpc::ServerContext* context, const peer::v1::ForwardRequest* request,

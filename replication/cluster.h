@@ -197,6 +197,8 @@ class Cluster {
   absl::Status CallVerify(const std::string& peer, const peer::v1::VerifyRequest& request,
                           peer::v1::VerifyResponse* response, absl::Duration timeout)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Cancels every Verify call in flight and refuses new ones (CANCELLED): shutdown.
+  void CancelVerifyCalls() ABSL_LOCKS_EXCLUDED(mu_);
   // Connected peers with a route from here that advertised verify.v1, by name.
   std::vector<std::string> VerifyPeers() const ABSL_LOCKS_EXCLUDED(mu_);
   // Counts a LinkMessage this node does not understand (R1).
@@ -262,6 +264,9 @@ class Cluster {
   absl::flat_hash_set<std::string> cut_ ABSL_GUARDED_BY(mu_);  // peers cut off by a test hook
   std::thread trimmer_;                                        // started by Start, joined by Stop
   std::unique_ptr<AntiEntropy> anti_entropy_;  // constructed with the Cluster, stopped by Stop
+  // Verify calls in flight (CallVerify), for CancelVerifyCalls.
+  absl::flat_hash_set<grpc::ClientContext*> verify_calls_ ABSL_GUARDED_BY(mu_);
+  bool verify_calls_closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace cairn::replication

@@ -462,9 +462,13 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
 //   LinkTest.R5_AFailedSenderRoundEndsTheLinkAndTheRowsStillArrive).
 // 1796127829290826512: a write in flight at a local-only drop never came back (decision 86;
 //   OwnWriteInFlightTest).
+// 1796158924919796323: rule (8) after the heal: n4's Verify call to n5 failed fast on a
+//   channel still backing off from n5's crash while their link (dialed by n5) was up; the
+//   call now waits for the channel like a forwarded drop does (issue 20).
 INSTANTIATE_TEST_SUITE_P(Seeds, RandomScheduleTest,
                          ::testing::Values(1, 2, 3, 4, 5, uint64_t{1796127316251673017u},
-                                           uint64_t{1796127829290826512u}));
+                                           uint64_t{1796127829290826512u},
+                                           uint64_t{1796158924919796323u}));
 
 }  // namespace
 }  // namespace cairn::harness

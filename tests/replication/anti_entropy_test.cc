@@ -151,6 +151,9 @@ TEST_F(AntiEntropyTest, R18_FindsAndRepairsDivergenceOnBothSides) {
   EXPECT_TRUE(status.verified.at("shop").in_sync);
   EXPECT_EQ(status.verified.at("shop").rows_repaired, 0u);
   EXPECT_GE(a_->cluster().anti_entropy()->rows_repaired_total(), 2u);
+  // Every scan asked the rate limiter (--verify-rate) for its rows.
+  EXPECT_GE(a_->cluster().anti_entropy()->rows_paced(), 300u);
+  EXPECT_GE(b_->cluster().anti_entropy()->rows_paced(), 250u);
 }
 
 // Test 2: repair never loses (D5). A newer row only b holds survives and reaches a; a newer
@@ -202,16 +205,16 @@ TEST_F(AntiEntropyTest, R18_InFlightRowsAreNotRepaired) {
     }
   };
   std::thread wa(writer, a_.get(), "a"), wb(writer, b_.get(), "b");
+  // Until some verify has met rows in flight (differing leaves), a few rounds at least.
   uint64_t compared_differences = 0;
-  for (int round = 0; round < 3; ++round) {
+  for (int round = 0; round < 3 || (compared_differences == 0 && round < 30); ++round) {
     PeerVerify r = Verify();
     ASSERT_OK(r.status);
-    EXPECT_EQ(Repaired(r), 0u) << "round " << round;
+    // A repair is allowed only when replication stalled for seconds (a loaded machine); the
+    // rows in flight themselves are never repaired.
+    EXPECT_TRUE(Repaired(r) == 0 || r.tables[0].repaired_behind_replication)
+        << "round " << round << ": " << Repaired(r);
     compared_differences += r.tables[0].differing_leaves;
-    std::printf("round %d: %lu differing leaves, %lu unsettled, %ld ms\n", round,
-                static_cast<unsigned long>(r.tables[0].differing_leaves),
-                static_cast<unsigned long>(r.tables[0].unsettled),
-                static_cast<long>(absl::ToInt64Milliseconds(r.tables[0].duration)));
   }
   stop = true;
   wa.join();
@@ -311,8 +314,9 @@ TEST_F(AntiEntropyTest, R18_AFailedRunResumesAtItsTable) {
                    FaultAction::ReturnError(absl::InternalError("injected")));
   PeerVerify failed = a_->cluster().anti_entropy()->Verify("b", "shop");
   EXPECT_FALSE(failed.status.ok());
-  ASSERT_EQ(failed.tables.size(), 2u) << "aardvarks, then orders fails";
+  ASSERT_EQ(failed.tables.size(), 3u) << "aardvarks, orders fails, zebras all the same";
   EXPECT_EQ(failed.resume_from, "orders");
+  EXPECT_TRUE(failed.tables[2].in_sync());
   a_->faults().ClearAll();
   PeerVerify resumed = a_->cluster().anti_entropy()->Verify("b", "shop");
   ASSERT_OK(resumed.status);
@@ -349,6 +353,23 @@ TEST_F(AntiEntropyTest, R18_SkipsExcludedTables) {
   EXPECT_EQ(r.tables[1].table, "private");
   EXPECT_THAT(r.tables[1].skipped, ::testing::HasSubstr("excluded"));
   EXPECT_TRUE(LiveKeys(d, "shop", "private").empty()) << "nothing of it reached d";
+
+  // The callee's side: e's route to f excludes nothing, f's route to e excludes the table.
+  TestNode e("e", dir_.Sub("e"), "s3cret"), f("f", dir_.Sub("f"), "s3cret");
+  e.Start();
+  f.Start();
+  e.Route(f);
+  f.Route(e, exclude);
+  ASSERT_OK(e.catalog().CreateTable(Spec("shop", "private", {"name"})));
+  ASSERT_OK(f.catalog().CreateTable(Spec("shop", "private", {"name"})));
+  ASSERT_OK(e.records().Write("shop", "private", json::array({{{"id", "p1"}, {"name", "e"}}}),
+                              catalog::WriteMode::kUpsert));
+  ASSERT_EVENTUALLY([&] { ASSERT_THAT(e.cluster().VerifyPeers(), ::testing::Contains("f")); });
+  PeerVerify theirs = e.cluster().anti_entropy()->Verify("f", "shop", "private");
+  ASSERT_OK(theirs.status);
+  ASSERT_EQ(theirs.tables.size(), 1u);
+  EXPECT_THAT(theirs.tables[0].skipped, ::testing::HasSubstr("excluded by its route"));
+  EXPECT_TRUE(LiveKeys(f, "shop", "private").empty()) << "nothing of it reached f";
 }
 
 }  // namespace
