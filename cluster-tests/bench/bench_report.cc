@@ -59,6 +59,7 @@ std::string Count(std::optional<double> n) {
 }
 
 std::string Number(double v) {
+  if (v > 0 && v < 0.01) return absl::StrFormat("%.2g", v);  // a small share
   if (v >= 1000) return absl::StrFormat("%.0f", v);
   if (v >= 10) return absl::StrFormat("%.1f", v);
   return absl::StrFormat("%.2f", v);

@@ -188,6 +188,35 @@ TEST_F(AntiEntropyTest, R18_RepairNeverLoses) {
   EXPECT_EQ(k1[1]["name"], "x");
 }
 
+// Test 2, retired generations (C6, D7): a row b holds of a generation a drop retired is a
+// difference, but no apply takes it: it never reaches a, and the table is not "in sync".
+TEST_F(AntiEntropyTest, R18_RowsOfARetiredGenerationAreNotBroughtBack) {
+  CreateAndFill(30);
+  const Hlc old_generation = a_->Table("shop", "orders")->created_time();
+  ASSERT_OK(a_->catalog().DropTable("shop", "orders"));
+  ASSERT_OK(a_->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  ASSERT_OK(a_->records().Write("shop", "orders", json::array({{{"id", "new"}, {"name", "n"}}}),
+                                catalog::WriteMode::kUpsert));
+  ExpectConverged();
+  ASSERT_EVENTUALLY([&] {
+    ASSERT_EQ(b_->Table("shop", "orders")->created_time(),
+              a_->Table("shop", "orders")->created_time());
+  });
+  WaitVerifiable();
+  b_->Isolate();
+  StoredRecord dead = Row(*b_, b_->node_hlc_now(), "b", {{"id", "k3"}, {"name", "dead"}});
+  dead.set_row_generation(old_generation);  // written to the generation the drop retired
+  RawPut(*b_, "k3", dead);
+  b_->Start();
+  WaitVerifiable();
+  PeerVerify r = Verify();
+  ASSERT_OK(r.status);
+  EXPECT_EQ(r.tables[0].repaired_here, 0u);
+  EXPECT_EQ(r.tables[0].unrepaired, 1u);
+  EXPECT_FALSE(r.tables[0].in_sync());
+  EXPECT_THAT(LiveKeys(*a_, "shop", "orders"), ::testing::ElementsAre("\"new\""));
+}
+
 // Test 3: verify while writers run on both nodes repairs nothing: rows replication is still
 // delivering are not divergence.
 TEST_F(AntiEntropyTest, R18_InFlightRowsAreNotRepaired) {
