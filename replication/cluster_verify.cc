@@ -38,7 +38,7 @@ absl::Status Cluster::CallVerify(const std::string& peer, const peer::v1::Verify
     // when the peer was down: give it a moment rather than fail fast (as Forward does).
     channel->WaitForConnected(std::chrono::system_clock::now() + kReconnectWait);
   }
-  auto stub = peer::v1::Peer::NewStub(channel);
+  auto peer_client = peer::v1::Peer::NewStub(channel);
   grpc::ClientContext context;
   AddClientMetadata(&context);
   context.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout));
@@ -47,7 +47,7 @@ absl::Status Cluster::CallVerify(const std::string& peer, const peer::v1::Verify
     if (verify_calls_closed_) return absl::CancelledError("this node is shutting down");
     verify_calls_.insert(&context);
   }
-  grpc::Status s = stub->Verify(&context, request, response);
+  grpc::Status s = peer_client->Verify(&context, request, response);
   {
     absl::MutexLock lock(&mu_);
     verify_calls_.erase(&context);
