@@ -144,6 +144,20 @@ absl::Status Catalog::Load() {
     return absl::OkStatus();
   }));
 
+  // Attribute markers (C15).
+  CAIRN_RETURN_IF_ERROR(scan(storage::kAttributeMarkerPrefix, [&](absl::string_view key,
+                                                                  absl::string_view value) {
+    v1::AttributeMarker marker;
+    // Attribute names may hold '/' nowhere (C13), so the key splits into exactly three.
+    std::vector<std::string> parts = absl::StrSplit(key.substr(2), '/');
+    if (parts.size() != 3 || !marker.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+      return corrupt("attribute marker", key);
+    }
+    snap->attribute_markers[MarkerId(parts[0], parts[1])][parts[2]] = marker.dropped_time();
+    hlc->Observe(marker.dropped_time());
+    return absl::OkStatus();
+  }));
+
   // Table generations. Tombstoned ones are never loaded (C10); they are completed below.
   std::vector<v1::TableRow> tombstoned;
   std::vector<v1::TableRow> live;
@@ -208,8 +222,10 @@ absl::Status Catalog::Load() {
       absl::MutexLock schema_lock(&state->schema_mu());
       state->set_schema_version(1);
     }
+    AttributeStamps markers;
+    if (row.replicate()) markers = snap->AttributeMarkersFor(row.database(), row.name());
     auto def = std::make_shared<TableDef>(row, std::move(attributes), std::move(state), 1,
-                                          std::move(stripping));
+                                          std::move(stripping), std::move(markers));
     PutTable(snap.get(), row.database(), row.name(), std::move(def));
   }
 
@@ -371,6 +387,9 @@ absl::StatusOr<TableRef> Catalog::CreateTable(const TableSpec& spec) {
       HlcAfter(marker, absl::StrCat("a new generation of ", Qualified(spec.database, spec.table),
                                     " after its drop")));
   row.set_created_time(std::max(now, after_marker));
+  // C15: the attributes of a create are as old as the generation. Attribute markers of the
+  // name are older (this clock observed them), so a new table starts with every attribute.
+  for (AttributeDef& a : attributes) a.created_time = row.created_time();
   row.set_primary_key(spec.primary_key);
   row.set_schema_defined(spec.attributes.has_value());
   row.set_replicate(spec.replicate);
@@ -430,8 +449,11 @@ absl::StatusOr<TableRef> Catalog::CreateGeneration(const DatabaseLock& lock, v1:
     state->set_schema_version(1);
   }
   const std::string db = row.database(), table = row.name();
-  auto def = std::make_shared<TableDef>(std::move(row), std::move(attributes), std::move(state),
-                                        /*schema_version=*/1);
+  AttributeStamps markers;  // C15; a node-local table has none (C11)
+  if (row.replicate()) markers = Snapshot()->AttributeMarkersFor(db, table);
+  auto def =
+      std::make_shared<TableDef>(std::move(row), std::move(attributes), std::move(state),
+                                 /*schema_version=*/1, AttributeStamps(), std::move(markers));
   Publish(lock, [&](CatalogSnapshot* next) {
     if (new_database) {
       auto d = std::make_shared<DatabaseDef>();

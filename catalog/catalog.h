@@ -32,6 +32,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -60,9 +61,17 @@ struct CatalogOptions {
 };
 
 struct AttributeSpec {
+  AttributeSpec() = default;
+  AttributeSpec(std::string name, AttributeType type = v1::ANY, bool indexed = true,
+                std::optional<Hlc> created_time = std::nullopt)
+      : name(std::move(name)), type(type), indexed(indexed), created_time(created_time) {}
+
   std::string name;
   AttributeType type = v1::ANY;
   bool indexed = true;
+  // C15: a peer definition's stamp of the attribute (0: the peer sent none). Unset: the
+  // catalog stamps it (Catalog::FreshAttributeStamp); local changes always leave it unset.
+  std::optional<Hlc> created_time;
 };
 
 // A local create_table (C3).
@@ -120,6 +129,11 @@ class Catalog {
   // order: compare CatalogSnapshot::version. Set once, before concurrent use.
   void SetListener(std::function<void(const SnapshotRef&)> listener);
 
+  // Called, under catalog locks, whenever a peer's attribute marker or the re-creation of a
+  // dropped attribute leaves a strip pending (C15): RecordStore runs those in the background
+  // (RecordStore::KickStrips). Must not block. Null: nobody is told.
+  void SetStripListener(std::function<void()> listener) ABSL_LOCKS_EXCLUDED(strip_listener_mu_);
+
   // ---- Local schema authoring (authoritative for this node).
   absl::Status CreateDatabase(absl::string_view db) ABSL_LOCKS_EXCLUDED(mu_);
   // C1, C2, C3, C13. Creates the database if absent (C14).
@@ -129,15 +143,19 @@ class Catalog {
   // Removes the attribute from the definition and its index, stamps the drop (HLC, taken
   // behind the schema fence, so every value the attribute had is in a row older than the
   // stamp) and records a pending strip of its values (storage::StripKey, value the stamp; the
-  // returned definition's stripping()). RecordStore::DropAttribute calls this, strips the
-  // values and calls FinishStrip; RecordStore::ResumePendingStrips finishes one after a crash.
+  // returned definition's stripping()), and for a replicating table the attribute marker
+  // (C15), all in one batch. RecordStore::DropAttribute calls this, strips the values and
+  // calls FinishStrip; RecordStore::ResumePendingStrips finishes one after a crash.
   absl::StatusOr<TableRef> RemoveAttribute(absl::string_view db, absl::string_view table,
                                            absl::string_view attribute) ABSL_LOCKS_EXCLUDED(mu_);
   // The strip of `attribute` dropped at `stamp` reached every row of `def`'s generation:
   // forgets the pending strip, durably and in a new definition. Nothing to do if the
   // generation is gone or a later drop of the name has its own strip pending.
-  absl::Status FinishStrip(const TableDef& def, absl::string_view attribute, Hlc stamp)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // `attribute_id_at_start` is the id of the name's attribute when the strip began (-1: none):
+  // if the name became another attribute meanwhile, rows the strip passed before may need
+  // indexing under it, so the strip stays pending and is run again.
+  absl::Status FinishStrip(const TableDef& def, absl::string_view attribute, Hlc stamp,
+                           int64_t attribute_id_at_start) ABSL_LOCKS_EXCLUDED(mu_);
   // Adds attributes that `def`'s generation lacks (D2 dynamic attributes, peer records).
   // Existing names are left alone. TABLE_DROPPING if the generation is no longer live.
   // `check`, if given, runs on the live definition in the same critical section, before
@@ -161,6 +179,16 @@ class Catalog {
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // ---- Peer entry points (origin cluster). Replication wires these to the network.
+  // C15: a peer's attribute marker. Nothing if a marker as new is held. Otherwise, in one
+  // batch: the marker; and for the live replicating table of the name, the attribute
+  // removed (unless created at or after the marker) and a pending strip of the values older
+  // than the marker, published as a new definition (a schema change that fences peer
+  // applies, which strip on apply by the new markers). Returns that definition when a strip
+  // is pending (RecordStore::ApplyPeerAttributeDrop runs it), else null. A node-local table
+  // of the name is left alone (C11).
+  absl::StatusOr<TableRef> ApplyPeerAttributeMarker(absl::string_view db, absl::string_view table,
+                                                    absl::string_view attribute, Hlc dropped_time)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // C4, C5, C6: TABLE_GENERATION_DROPPED for a dead generation; a node-local table of the
   // same name shadows the peer's and the definition is ignored.
   absl::Status ApplyPeerTable(const PeerTableDef& def) ABSL_LOCKS_EXCLUDED(mu_);
@@ -219,6 +247,19 @@ class Catalog {
   absl::StatusOr<TableRef> CreateGeneration(const DatabaseLock& lock, v1::TableRow row,
                                             std::vector<AttributeDef> attributes)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // The creation stamp of an attribute added by a local change (create_attribute, a dynamic
+  // write) or by a peer's record: now, and after every marker of its name held (C15: a
+  // re-created attribute is newer than the drop, as C3 makes a re-created table).
+  absl::StatusOr<Hlc> FreshAttributeStamp(const CatalogSnapshot& base, absl::string_view db,
+                                          absl::string_view table, absl::string_view attribute);
+  // `live`'s attributes without `a`, adding the removal of its catalog row and index range to
+  // `batch`.
+  std::vector<AttributeDef> WithoutAttribute(const TableDef& live, const AttributeDef& a,
+                                             rocksdb::WriteBatch* batch);
+  // Records in `batch` and `stripping` a pending strip of `name`'s values older than `stamp`
+  // (the later of it and one already pending: it covers both).
+  void AddPendingStrip(const TableDef& live, const std::string& name, Hlc stamp,
+                       rocksdb::WriteBatch* batch, AttributeStamps* stripping);
   // BAD_REQUEST when a table of `count` attributes would pass the limit (CatalogOptions).
   absl::Status CheckAttributeCount(absl::string_view table, size_t count) const;
   // Writes new attribute rows for a live generation and publishes the new definition.
@@ -228,10 +269,11 @@ class Catalog {
   // Commits `batch` and publishes a new definition of `live`'s generation (bumping its schema
   // version under an exclusive schema_mu, GenerationState (1)); `also` edits the snapshot.
   // `fenced`, if given, runs under the exclusive schema_mu before the commit and may add to
-  // the batch and edit the new definition's pending strips (which start as `live`'s): every
-  // record write validated against an older definition has committed by then, and none can
-  // start until the new definition is published.
-  using Fenced = std::function<absl::Status(rocksdb::WriteBatch*, AttributeStamps*)>;
+  // the batch and edit the new definition's pending strips and attribute markers (which
+  // start as `live`'s): every record write validated against an older definition has
+  // committed by then, and none can start until the new definition is published.
+  using Fenced = std::function<absl::Status(rocksdb::WriteBatch*, AttributeStamps* stripping,
+                                            AttributeStamps* markers)>;
   absl::StatusOr<TableRef> ReplaceDefinition(const DatabaseLock& lock, const TableRef& live,
                                              v1::TableRow row, std::vector<AttributeDef> attributes,
                                              rocksdb::WriteBatch* batch,
@@ -293,6 +335,11 @@ class Catalog {
   std::atomic<uint64_t> drain_timeouts_{0};
   std::atomic<int64_t> drain_micros_total_{0};
   std::atomic<uint64_t> rows_retired_{0};
+
+  // Tells the strip listener (SetStripListener).
+  void StripsPending() ABSL_LOCKS_EXCLUDED(strip_listener_mu_);
+  absl::Mutex strip_listener_mu_;  // a leaf
+  std::function<void()> strip_listener_ ABSL_GUARDED_BY(strip_listener_mu_);
 
   mutable absl::Mutex snapshot_mu_;
   SnapshotRef snapshot_ ABSL_GUARDED_BY(snapshot_mu_);  // what readers get

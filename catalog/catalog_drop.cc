@@ -460,7 +460,8 @@ absl::StatusOr<PeerDropResult> Catalog::ApplyPeerDrop(absl::string_view db, absl
         // against the old marker may hold its keys with such a row not yet committed, and
         // only the exclusive schema lock waits for it (decisions 17, 56).
         const uint64_t generation_id = (*live)->generation_id();
-        auto decide_purge = [&](rocksdb::WriteBatch* b, AttributeStamps*) -> absl::Status {
+        auto decide_purge = [&](rocksdb::WriteBatch* b, AttributeStamps*,
+                                AttributeStamps*) -> absl::Status {
           CAIRN_ASSIGN_OR_RETURN(bool older_rows,
                                  HoldsRowGenerations(engine_, generation_id, 0, dropped_time));
           if (older_rows) {

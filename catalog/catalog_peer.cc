@@ -1,4 +1,4 @@
-// Catalog: peer definitions (SPEC C4, C5, C6, C11). See catalog.cc for the rest.
+// Catalog: peer definitions (SPEC C4, C5, C6, C11, C15). See catalog.cc for the rest.
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -61,11 +61,24 @@ absl::Status Catalog::ApplyPeerTable(const PeerTableDef& peer) {
         absl::StrCat("table '", Qualified(peer.database, peer.table), "' generation created at ",
                      peer.created_time, " was dropped at ", marker));
   }
+  // C15: C4 never (re-)adds an attribute older than a marker of its name held here; a peer
+  // that has not applied the marker yet still lists it.
+  const AttributeStamps& attribute_markers = base->AttributeMarkersFor(peer.database, peer.table);
+  auto dropped_here = [&](const AttributeSpec& a) {
+    if (a.name == peer.primary_key) return false;
+    auto m = attribute_markers.find(a.name);
+    return m != attribute_markers.end() && a.created_time.value_or(0) < m->second;
+  };
   auto live = base->FindTable(peer.database, peer.table);
   if (!live.ok()) {
     // C5: a new generation with the peer's stamp (0 if it sent none).
+    std::vector<AttributeSpec> specs;
+    for (const AttributeSpec& a : peer.attributes) {
+      if (!dropped_here(a)) specs.push_back(a);
+    }
     CAIRN_ASSIGN_OR_RETURN(std::vector<AttributeDef> attributes,
-                           BuildAttributes(peer.primary_key, peer.attributes, v1::CLUSTER));
+                           BuildAttributes(peer.primary_key, specs, v1::CLUSTER));
+    attributes[0].created_time = peer.created_time;  // the primary key: as old as the table
     v1::TableRow row;
     row.set_database(peer.database);
     row.set_name(peer.table);
@@ -94,7 +107,7 @@ absl::Status Catalog::ApplyPeerTable(const PeerTableDef& peer) {
   for (const AttributeSpec& a : peer.attributes) {
     const AttributeDef* local = def->FindAttribute(a.name);
     if (local == nullptr) {
-      if (a.name != peer.primary_key) added.push_back(a);
+      if (a.name != peer.primary_key && !dropped_here(a)) added.push_back(a);
       continue;
     }
     if (local->is_primary_key) continue;

@@ -67,6 +67,12 @@ RecordStore::RecordStore(storage::Engine* engine, storage::ChangeLog* log, Catal
       options_(std::move(options)),
       latches_(options_.latch_stripes) {
   CAIRN_CHECK(options_.hlc != nullptr) << "RecordStoreOptions::hlc is required";
+  catalog_->SetStripListener([this] { KickStrips(); });
+}
+
+RecordStore::~RecordStore() {
+  catalog_->SetStripListener(nullptr);
+  StopStrips();
 }
 
 absl::StatusOr<TableRef> RecordStore::Resolve(absl::string_view db, absl::string_view table) const {

@@ -7,15 +7,19 @@
 // KeyLatches before GenerationState::schema_mu (shared) before ChangeLog locks.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "cairn/storage/v1/records.pb.h"
 #include "catalog/catalog.h"
 #include "catalog/internal/key_latches.h"
@@ -33,6 +37,9 @@ struct RecordStoreOptions {
   HybridClock* hlc = nullptr;  // required
   FaultRegistry* faults = nullptr;
   size_t latch_stripes = 4096;
+  // Rows a strip of dropped attribute values rewrites per second, at most (0: no limit), so
+  // that foreground writes keep their share of the machine (C15).
+  uint64_t strip_rate = 0;
 };
 
 enum class WriteMode { kInsert, kUpsert, kUpdate };
@@ -68,6 +75,8 @@ struct ApplyStats {
   // C13, a body that is not a JSON object, bad attribute names.
   uint64_t malformed = 0;
   uint64_t parked = 0;  // its table not live here yet, left to the caller (R17)
+  // Values of dropped attributes removed from applied rows (C15); not an entry count.
+  uint64_t values_stripped = 0;
 };
 
 // How an anti-entropy scan reads (SPEC R18, catalog/table_digest.h).
@@ -91,6 +100,7 @@ class RecordStore {
  public:
   RecordStore(storage::Engine* engine, storage::ChangeLog* log, Catalog* catalog,
               RecordStoreOptions options);
+  ~RecordStore();  // stops the strip worker (StopStrips)
   const std::string& node_name() const { return options_.node_name; }
 
   // insert / upsert / update of a JSON array of objects (SPEC §5). All or nothing: any
@@ -131,6 +141,19 @@ class RecordStore {
                              absl::string_view attribute);
   // Finishes every strip a crash interrupted. Call once after opening, before serving.
   absl::Status ResumePendingStrips();
+  // Has the strip worker (a thread, started on first use) run every pending strip soon: the
+  // catalog calls it when a peer's attribute marker or a re-created attribute leaves one
+  // (Catalog::SetStripListener). Never blocks.
+  void KickStrips() ABSL_LOCKS_EXCLUDED(strip_mu_);
+  // Cancels a running strip (it stays pending) and ends the worker. Idempotent.
+  void StopStrips() ABSL_LOCKS_EXCLUDED(strip_mu_);
+  // C15 in full: Catalog::ApplyPeerAttributeMarker, then the strip it left pending. A drop of
+  // the table cancels the strip (C9) without an error; a crash leaves it for the restart.
+  absl::Status ApplyPeerAttributeDrop(absl::string_view db, absl::string_view table,
+                                      absl::string_view attribute, Hlc dropped_time);
+  // Values of dropped attributes removed since the start: by strips, and from peers' rows on
+  // apply (C15; /metrics cairn_attribute_values_stripped_total).
+  uint64_t values_stripped() const { return values_stripped_.load(std::memory_order_relaxed); }
 
   // ---- Anti-entropy (SPEC R18): scans at one RocksDB snapshot, admitted like searches and
   // cancelled by a drop of the table (C9). `def` is the generation to read; TABLE_DROPPING
@@ -191,6 +214,18 @@ class RecordStore {
   Catalog* const catalog_;
   const RecordStoreOptions options_;
   internal::KeyLatches latches_;
+  std::atomic<uint64_t> values_stripped_{0};
+
+  // The strip worker (KickStrips). strip_mu_ is a leaf.
+  void StripWorker() ABSL_LOCKS_EXCLUDED(strip_mu_);
+  // Blocks as long as `rows` more rewritten rows need to stay within strip_rate.
+  absl::Status PaceStrip(size_t rows);
+  absl::Mutex strip_mu_;
+  bool strips_due_ ABSL_GUARDED_BY(strip_mu_) = false;
+  std::atomic<bool> stop_strips_{false};  // written under strip_mu_, read anywhere
+  std::thread strip_worker_;              // started and joined under the rules above
+  absl::Mutex pace_mu_;                   // a leaf
+  absl::Time pace_next_ ABSL_GUARDED_BY(pace_mu_) = absl::InfinitePast();
 };
 
 }  // namespace cairn::catalog

@@ -70,6 +70,7 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
     std::vector<std::string> unknown;
     std::vector<const Target*> target_of(entries.size(), nullptr);
     std::vector<json> parsed(entries.size());
+    std::vector<bool> restripped(entries.size(), false);  // parsed[i] lost values (C15)
     absl::flat_hash_map<std::string, std::vector<AttributeSpec>> missing;
     for (size_t i = 0; i < entries.size(); ++i) {
       const ChangeEntry& e = entries[i];
@@ -127,6 +128,13 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
         if (!ok) {
           ++stats.malformed;
           continue;
+        }
+        // C15: values older than an attribute marker (or a strip still pending) go before
+        // anything else sees the row: they never become attributes, indexes or log entries.
+        // The definition's markers are current once step 2 has checked its version.
+        if (size_t n = internal::DropStripped(*it->second->def, e.version(), &body); n > 0) {
+          stats.values_stripped += n;
+          restripped[i] = true;
         }
         parsed[i] = std::move(body);
         for (const auto& field : parsed[i].items()) {
@@ -229,7 +237,8 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
         s.next.clear_json();
         s.SetNext(json());
       } else {
-        s.next.set_json(e.json());
+        // Stripped: the body every node stores for this (version, origin) (C15).
+        s.next.set_json(restripped[i] ? internal::Dump(parsed[i]) : e.json());
         s.SetNext(std::move(parsed[i]));
       }
       ++stats.applied;
@@ -271,6 +280,7 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
     if (extra) extra(&batch);
     if (batch.Count() == 0) return stats;
     CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
+    values_stripped_.fetch_add(stats.values_stripped, std::memory_order_relaxed);
     return stats;
   }
   return absl::AbortedError("schema kept changing while applying peer entries; retry");

@@ -1,5 +1,7 @@
 #include "catalog/schema.h"
 
+#include <algorithm>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -50,12 +52,21 @@ absl::StatusOr<Gate::Token> GenerationState::Admit(absl::string_view qualified_n
 
 TableDef::TableDef(v1::TableRow row, std::vector<AttributeDef> attributes,
                    std::shared_ptr<GenerationState> state, uint64_t schema_version,
-                   AttributeStamps stripping)
+                   AttributeStamps stripping, AttributeStamps markers)
     : row_(std::move(row)),
       attributes_(std::move(attributes)),
       state_(std::move(state)),
       schema_version_(schema_version),
-      stripping_(std::move(stripping)) {
+      stripping_(std::move(stripping)),
+      markers_(std::move(markers)),
+      dropped_(markers_) {
+  for (const auto& [name, stamp] : stripping_) {
+    Hlc& d = dropped_[name];
+    d = std::max(d, stamp);
+  }
+  // A peer's marker of an attribute that is this generation's primary key (the peer's table
+  // had another key: C4 keeps ours) never removes the key from a row.
+  dropped_.erase(row_.primary_key());
   for (size_t i = 0; i < attributes_.size(); ++i) {
     by_name_.emplace(attributes_[i].name, i);
     if (attributes_[i].indexed && !attributes_[i].is_primary_key) {
@@ -104,6 +115,20 @@ TableRef CatalogSnapshot::FindGeneration(uint64_t generation_id) const {
 Hlc CatalogSnapshot::MarkerFor(absl::string_view db, absl::string_view table) const {
   auto it = markers.find(std::make_pair(std::string(db), std::string(table)));
   return it == markers.end() ? 0 : it->second;
+}
+
+const AttributeStamps& CatalogSnapshot::AttributeMarkersFor(absl::string_view db,
+                                                            absl::string_view table) const {
+  static const AttributeStamps* const kNone = new AttributeStamps();
+  auto it = attribute_markers.find(std::make_pair(std::string(db), std::string(table)));
+  return it == attribute_markers.end() ? *kNone : it->second;
+}
+
+Hlc CatalogSnapshot::AttributeMarkerFor(absl::string_view db, absl::string_view table,
+                                        absl::string_view attribute) const {
+  const AttributeStamps& m = AttributeMarkersFor(db, table);
+  auto it = m.find(attribute);
+  return it == m.end() ? 0 : it->second;
 }
 
 }  // namespace cairn::catalog

@@ -40,6 +40,9 @@ struct AttributeDef {
   uint32_t id = 0;  // index key space within the generation; never reused
   bool is_primary_key = false;
   Origin origin = v1::LOCAL;
+  // When it was created (SPEC C15): an attribute marker at or before this stamp leaves it
+  // alone. 0: unknown (older than every marker).
+  Hlc created_time = 0;
 };
 
 // Runtime state of one generation, shared by every TableDef version of it.
@@ -71,18 +74,20 @@ class GenerationState {
   uint64_t schema_version_ ABSL_GUARDED_BY(schema_mu_) = 0;  // see invariant (1)
 };
 
-// Attribute name -> the stamp of its drop, for drop_attribute strips of a generation that have
-// not finished (decision 4). A stored value of that name in a row whose version is older than
-// the stamp belongs to the dropped attribute, whatever the definition holds now: a re-created
-// attribute of the name starts empty.
+// Attribute name -> the stamp of its drop: drop_attribute strips of a generation that have not
+// finished (decision 4), or the attribute markers of a table name (SPEC C15). A stored value of
+// that name in a row whose version is older than the stamp belongs to the dropped attribute,
+// whatever the definition holds now: a re-created attribute of the name starts empty.
 using AttributeStamps = absl::btree_map<std::string, Hlc, std::less<>>;
 
 // One published definition of a table generation. Immutable.
 class TableDef {
  public:
+  // `markers`: the attribute markers of the name (C15); always empty for a node-local table,
+  // whose rows no peer marker touches (C11).
   TableDef(v1::TableRow row, std::vector<AttributeDef> attributes,
            std::shared_ptr<GenerationState> state, uint64_t schema_version,
-           AttributeStamps stripping = {});
+           AttributeStamps stripping = {}, AttributeStamps markers = {});
   // indexed_ points into attributes_: not copyable.
   TableDef(const TableDef&) = delete;
   TableDef& operator=(const TableDef&) = delete;
@@ -107,12 +112,18 @@ class TableDef {
   // Dropped attributes whose values are still being stripped from stored rows, with the
   // stamps of their drops (AttributeStamps).
   const AttributeStamps& stripping() const { return stripping_; }
-  // Whether `field` of a row written at `version` is a dropped value still to be stripped:
-  // readers and merges treat it as absent.
+  // The attribute markers of the table's name held here (C15).
+  const AttributeStamps& attribute_markers() const { return markers_; }
+  // Both of the above, the later stamp of each name: a value of that name in a row older than
+  // its stamp is a dropped value (internal::DropStripped removes them).
+  const AttributeStamps& dropped() const { return dropped_; }
+  // Whether `field` of a row written at `version` is a dropped value: one a strip has still
+  // to remove, or one a peer's row brings after its marker (stripped on apply). Readers and
+  // merges treat it as absent.
   bool IsStripped(absl::string_view field, Hlc version) const {
-    if (stripping_.empty()) return false;
-    auto it = stripping_.find(field);
-    return it != stripping_.end() && version < it->second;
+    if (dropped_.empty()) return false;
+    auto it = dropped_.find(field);
+    return it != dropped_.end() && version < it->second;
   }
 
   GenerationState* state() const { return state_.get(); }
@@ -127,6 +138,8 @@ class TableDef {
   const std::shared_ptr<GenerationState> state_;
   const uint64_t schema_version_;
   const AttributeStamps stripping_;
+  const AttributeStamps markers_;
+  AttributeStamps dropped_;  // set in the constructor, then constant
 };
 using TableRef = std::shared_ptr<const TableDef>;
 
@@ -145,6 +158,9 @@ struct CatalogSnapshot {
   // Newest drop time per (db, table): durable markers and drops still completing (a pending
   // drop's time is in its tombstone, so it is as durable as the marker).
   absl::btree_map<std::pair<std::string, std::string>, Hlc> markers;
+  // C15: the attribute markers of each (db, table) name, durable. Like `markers` they outlive
+  // the attribute, its generation and its database.
+  absl::btree_map<std::pair<std::string, std::string>, AttributeStamps> attribute_markers;
   // Names with a drop between C9 step 1 and step 3 and no live generation: requests for them
   // answer TABLE_DROPPING rather than TABLE_NOT_FOUND.
   absl::btree_set<std::pair<std::string, std::string>> dropping;
@@ -155,6 +171,11 @@ struct CatalogSnapshot {
   const DatabaseDef* FindDatabase(absl::string_view db) const;
   // 0 when the name was never dropped with a timed drop.
   Hlc MarkerFor(absl::string_view db, absl::string_view table) const;
+  // The attribute markers of a name (empty if none).
+  const AttributeStamps& AttributeMarkersFor(absl::string_view db, absl::string_view table) const;
+  // 0 when the attribute of that name was never dropped with a marker.
+  Hlc AttributeMarkerFor(absl::string_view db, absl::string_view table,
+                         absl::string_view attribute) const;
   // The live table with this generation id, or null (a linear scan: for recovery paths).
   TableRef FindGeneration(uint64_t generation_id) const;
 };

@@ -22,11 +22,13 @@ inline constexpr char kWriteBeforeAttributes[] = "records.write.before_attribute
 inline constexpr char kWriteBeforeCommit[] = "records.write.before_commit";
 inline constexpr char kWriteAfterCommit[] = "records.write.after_commit";
 inline constexpr char kScanRow[] = "records.scan.row";  // each row a search visits
-// catalog/record_store.cc: peer apply (SPEC D5, C8) and drop_attribute
+// catalog/record_store_apply.cc, record_store_strip.cc: peer apply (SPEC D5, C8) and strips
 inline constexpr char kApplyBeforeLock[] = "records.apply.before_lock";  // resolved, unlocked
 inline constexpr char kApplyLocked[] =
     "records.apply.locked";  // keys and schemas locked, not committed
 inline constexpr char kStripAfterCatalog[] = "records.strip.after_catalog";  // values not stripped
+// catalog/record_store_strip.cc: a chunk of a strip is about to commit (C15: resumable)
+inline constexpr char kStripChunk[] = "records.strip.chunk";
 // replication/record_stream.cc, link_session.cc: record streams (SPEC R5-R7)
 inline constexpr char kReplApplyBeforeCommit[] = "replication.apply.before_commit";
 inline constexpr char kReplApplyAfterCommit[] = "replication.apply.after_commit";  // not acked
@@ -36,7 +38,8 @@ inline constexpr char kReplSendBatch[] = "replication.send.batch";  // before a 
 inline constexpr char kReplSendAfterSnapshot[] = "replication.send.after_snapshot";
 // replication/record_stream.cc: a full copy (R7) is about to read the rows of its next table
 inline constexpr char kReplCopyTable[] = "replication.copy.table";
-// replication/schema_sync.cc: a peer's marker (C8) is about to be applied (R4 step 1)
+// replication/schema_sync.cc: a peer's marker (C8) or attribute marker (C15) is about to be
+// applied (R4 step 1)
 inline constexpr char kReplSchemaBeforeMarker[] = "replication.schema.before_marker";
 // replication/anti_entropy.cc: a verify found rows to repair and is about to apply them
 // here or send them to its peer (R18)
@@ -72,6 +75,7 @@ inline constexpr PointInfo kAll[] = {
     {kApplyBeforeLock, true},
     {kApplyLocked, true},
     {kStripAfterCatalog, false},  // the strip would wait for a restart: delays only
+    {kStripChunk, false},         // likewise
     {kReplApplyBeforeCommit, true},
     {kReplApplyAfterCommit, false},
     {kReplSendBatch, true},

@@ -84,6 +84,12 @@ void AddNodeMetrics(Metrics* metrics, catalog::LocalNode* node) {
       {"cairn_rows_retired_total",
        "Rows that died with a generation a peer's drop retired, or were purged by one (C8).",
        "counter", [catalog] { return static_cast<double>(catalog->drop_stats().rows_retired); }});
+  catalog::RecordStore* records = node->records.get();
+  metrics->AddExternal(
+      {"cairn_attribute_values_stripped_total",
+       "Values of dropped attributes removed from rows: by strips, and from peers' rows on "
+       "apply (C15).",
+       "counter", [records] { return static_cast<double>(records->values_stripped()); }});
 }
 
 void AddReplicationMetrics(Metrics* metrics, replication::Cluster* cluster) {

@@ -12,6 +12,7 @@
 #include "common/status.h"
 #include "node/backup.h"
 #include "node/config.h"
+#include "replication/link_session.h"
 #include "spdlog/spdlog.h"
 
 namespace cairn::node {
@@ -445,6 +446,11 @@ absl::StatusOr<json> OpsApi::Describe(const catalog::TableDef& def) const {
                           {"indexed", a.indexed || a.is_primary_key},
                           {"is_primary_key", a.is_primary_key}});
   }
+  // C15: the attribute markers of the name, which outlive the attributes they dropped.
+  json dropped = json::array();
+  for (const auto& [name, stamp] : def.attribute_markers()) {
+    dropped.push_back({{"name", name}, {"dropped_time", stamp}});
+  }
   CAIRN_ASSIGN_OR_RETURN(uint64_t count, node_->records->RecordCount(def));
   return json{{"schema", def.database()},
               {"database", def.database()},
@@ -454,6 +460,7 @@ absl::StatusOr<json> OpsApi::Describe(const catalog::TableDef& def) const {
               {"schema_defined", def.schema_defined()},
               {"audit", false},
               {"attributes", std::move(attributes)},
+              {"dropped_attributes", std::move(dropped)},
               {"record_count", count},
               {"created_time", def.created_time()},
               {"generation_id", def.generation_id()},
@@ -657,6 +664,11 @@ absl::StatusOr<Reply> OpsApi::ClusterStatus(const Fields&) const {
            {"authenticated", p.authenticated},
            {"schema_in_sync", p.schema_in_sync},
            {"capabilities", p.capabilities},
+           // C15 needs both ends: false means the peer (as of its last Hello) neither sends
+           // nor applies attribute markers, so it keeps attributes dropped elsewhere.
+           {"attribute_markers",
+            std::find(p.capabilities.begin(), p.capabilities.end(),
+                      replication::kAttributeMarkersCapability) != p.capabilities.end()},
            // How far this node is behind the peer's change log (R12): entries and ms.
            {"lag_entries", p.lag_entries},
            {"lag_ms", p.lag_ms},

@@ -58,6 +58,24 @@ absl::Status ClockBound::CheckSchema(const peer::v1::DbSchema& schema, absl::str
       return s;
     }
   }
+  // C15: attribute markers and attribute stamps are stamps too.
+  for (const peer::v1::PeerAttributeMarker& m : schema.attribute_markers()) {
+    if (absl::Status s =
+            Check(m.dropped_time(), absl::StrCat("dropped_time of ", m.table(), ".", m.attribute()),
+                  peer);
+        !s.ok()) {
+      return s;
+    }
+  }
+  for (const peer::v1::PeerTable& t : schema.tables()) {
+    for (const peer::v1::PeerAttribute& a : t.attributes()) {
+      if (absl::Status s = Check(a.created_time(),
+                                 absl::StrCat("created_time of ", t.name(), ".", a.name()), peer);
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -63,6 +63,7 @@ absl::StatusOr<bool> LinkSession::ReadHello() {
   absl::MutexLock lock(&mu_);
   peer_hello_ = true;
   peer_schema_ = has(kSchemaCapability);
+  peer_attribute_markers_ = peer_schema_ && has(kAttributeMarkersCapability);
   // Records need both: a batch is only applicable after its table's schema.
   peer_records_ = peer_schema_ && has(kRecordsCapability);
   peer_echo_ = peer_records_ && has(kEchoCapability);
@@ -73,6 +74,7 @@ absl::StatusOr<bool> LinkSession::ReadHello() {
 bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
   std::vector<peer::v1::LinkMessage> out;
   bool schema_due = false;
+  SchemaOptions schema_options;
   uint64_t window = 0;
   {
     absl::MutexLock lock(&mu_);
@@ -106,6 +108,7 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
     }
     refetch_in_.clear();
     schema_due = peer_schema_ && dirty_;
+    schema_options.attribute_markers = peer_attribute_markers_;
     dirty_ = false;
     data_hint_ = false;  // a commit from here on sets it again
     window = kWindow - std::min(kWindow, sent_no_ - acked_no_);
@@ -117,10 +120,10 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
   if (schema_due || (sender->subscribed() && snap->version > *schema_version)) {
     // One round: the snapshot of every database. Changes meanwhile set dirty_ again and cause
     // exactly one more round (coalescing, R3).
-    const Exclusions exclusions = cluster_->ExclusionsFor(peer_);  // R11, sender's side
+    schema_options.exclusions = cluster_->ExclusionsFor(peer_);  // R11, sender's side
     for (const std::string& db : SchemaDatabases(*snap)) {
       peer::v1::LinkMessage m;
-      *m.mutable_db_schema() = BuildDbSchema(*snap, db, exclusions);
+      *m.mutable_db_schema() = BuildDbSchema(*snap, db, schema_options);
       if (!stream_->Write(m)) return false;
     }
     *schema_version = snap->version;
@@ -175,6 +178,7 @@ void LinkSession::WriterLoop() {
   hello.mutable_hello()->add_capabilities(kRecordsCapability);
   hello.mutable_hello()->add_capabilities(kEchoCapability);
   hello.mutable_hello()->add_capabilities(kVerifyCapability);
+  hello.mutable_hello()->add_capabilities(kAttributeMarkersCapability);
   hello.mutable_hello()->set_log_id(cluster_->node()->log->log_id());
   hello.mutable_hello()->set_wall_ms(absl::ToUnixMillis(cluster_->node()->hlc->WallNow()));
   if (!stream_->Write(hello)) return;

@@ -43,6 +43,8 @@ inline constexpr char kSchemaCapability[] = "schema.v1";
 inline constexpr char kRecordsCapability[] = "records.v1";
 // Subscribe.echo and Refetch.echo (decision 86).
 inline constexpr char kEchoCapability[] = "records.echo.v1";
+// DbSchema attribute markers and attribute stamps (SPEC C15).
+inline constexpr char kAttributeMarkersCapability[] = "schema.attribute_markers.v1";
 // Unacknowledged ChangeBatches a sender keeps in flight per link (R12).
 inline constexpr uint64_t kWindow = 8;
 
@@ -112,9 +114,10 @@ class LinkSession {
   const std::string peer_;
 
   absl::Mutex mu_;
-  bool peer_hello_ ABSL_GUARDED_BY(mu_) = false;   // the peer's Hello was accepted
-  bool peer_schema_ ABSL_GUARDED_BY(mu_) = false;  // ... and it speaks schema.v1
-  bool dirty_ ABSL_GUARDED_BY(mu_) = true;         // a round of snapshots is due
+  bool peer_hello_ ABSL_GUARDED_BY(mu_) = false;              // the peer's Hello was accepted
+  bool peer_schema_ ABSL_GUARDED_BY(mu_) = false;             // ... and it speaks schema.v1
+  bool peer_attribute_markers_ ABSL_GUARDED_BY(mu_) = false;  // ... and C15's markers
+  bool dirty_ ABSL_GUARDED_BY(mu_) = true;                    // a round of snapshots is due
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Run returned: the stream may be gone
   bool writer_done_ ABSL_GUARDED_BY(mu_) = false;

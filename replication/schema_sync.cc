@@ -63,7 +63,8 @@ std::vector<std::string> SchemaDatabases(const catalog::CatalogSnapshot& snap) {
 }
 
 peer::v1::DbSchema BuildDbSchema(const catalog::CatalogSnapshot& snap, absl::string_view db,
-                                 const Exclusions& exclusions) {
+                                 const SchemaOptions& options) {
+  const Exclusions& exclusions = options.exclusions;
   peer::v1::DbSchema out;
   out.set_database(std::string(db));
   if (const catalog::DatabaseDef* d = snap.FindDatabase(db); d != nullptr) {
@@ -80,6 +81,7 @@ peer::v1::DbSchema BuildDbSchema(const catalog::CatalogSnapshot& snap, absl::str
         pa->set_name(a.name);
         pa->set_type(a.type);
         pa->set_indexed(a.indexed);
+        if (options.attribute_markers) pa->set_created_time(a.created_time);
       }
     }
   }
@@ -90,6 +92,18 @@ peer::v1::DbSchema BuildDbSchema(const catalog::CatalogSnapshot& snap, absl::str
     peer::v1::PeerMarker* m = out.add_markers();
     m->set_table(it->first.second);
     m->set_dropped_time(it->second);
+  }
+  if (options.attribute_markers) {
+    for (auto it = snap.attribute_markers.lower_bound({db_name, ""});
+         it != snap.attribute_markers.end() && it->first.first == db_name; ++it) {
+      if (exclusions.Excludes(db, it->first.second)) continue;
+      for (const auto& [attribute, stamp] : it->second) {
+        peer::v1::PeerAttributeMarker* m = out.add_attribute_markers();
+        m->set_table(it->first.second);
+        m->set_attribute(attribute);
+        m->set_dropped_time(stamp);
+      }
+    }
   }
   out.set_digest(SchemaDigest(snap, db, exclusions));
   return out;
@@ -117,6 +131,18 @@ uint64_t SchemaDigest(const catalog::CatalogSnapshot& snap, absl::string_view db
     if (exclusions.Excludes(db, it->first.second)) continue;
     h.Add(it->first.second);
     h.Add(it->second);
+  }
+  // C15. Nothing is added while the database has none, so digests of databases without
+  // attribute markers are what they were before markers existed.
+  for (auto it = snap.attribute_markers.lower_bound({db_name, ""});
+       it != snap.attribute_markers.end() && it->first.first == db_name; ++it) {
+    if (exclusions.Excludes(db, it->first.second)) continue;
+    for (const auto& [attribute, stamp] : it->second) {
+      h.Add("attribute marker");
+      h.Add(it->first.second);
+      h.Add(attribute);
+      h.Add(stamp);
+    }
   }
   return h.value();
 }
@@ -149,6 +175,31 @@ absl::Status ApplyDbSchema(catalog::Catalog* catalog, catalog::RecordStore* reco
     }
     if (*r != catalog::PeerDropResult::kAbsent) ++stats->markers_applied;
   }
+  // Then attribute markers (C15): each removes an older attribute here and strips its values
+  // from older rows, or is recorded for later. Every snapshot repeats them: one held already
+  // changes nothing (its strip ran, or stays pending in a strip/ key for the next start).
+  for (const peer::v1::PeerAttributeMarker& m : schema.attribute_markers()) {
+    if (exclusions.Excludes(db, m.table())) {
+      ++stats->excluded;
+      continue;
+    }
+    if (catalog->Snapshot()->AttributeMarkerFor(db, m.table(), m.attribute()) >= m.dropped_time()) {
+      continue;
+    }
+    // why ignored: delays and crashes only (fault_points::kAll).
+    CAIRN_FAULT(catalog->options().faults, fault_points::kReplSchemaBeforeMarker).IgnoreError();
+    absl::Status s =
+        records->ApplyPeerAttributeDrop(db, m.table(), m.attribute(), m.dropped_time());
+    if (!s.ok()) {
+      if (!Skippable(s)) {
+        return Annotate(
+            s, absl::StrCat("attribute marker of ", db, ".", m.table(), ".", m.attribute()));
+      }
+      ++stats->skipped;
+      continue;
+    }
+    ++stats->attribute_markers_applied;
+  }
   // Step 2: definitions (C4 additive, C5 stamped, C6 dead generations refused).
   for (const peer::v1::PeerTable& t : schema.tables()) {
     if (exclusions.Excludes(db, t.name())) {
@@ -164,7 +215,8 @@ absl::Status ApplyDbSchema(catalog::Catalog* catalog, catalog::RecordStore* reco
     for (const peer::v1::PeerAttribute& a : t.attributes()) {
       catalog::AttributeType type = a.type();
       if (type == catalog::v1::ATTRIBUTE_TYPE_UNSPECIFIED) type = catalog::v1::ANY;
-      def.attributes.push_back({a.name(), type, a.indexed()});
+      // C15: the peer's stamp, 0 when it sent none (older than every attribute marker).
+      def.attributes.push_back({a.name(), type, a.indexed(), a.created_time()});
     }
     absl::Status s = catalog->ApplyPeerTable(def);
     if (GetErrorCode(s) == ErrorCode::kTableGenerationDropped) {

@@ -43,14 +43,22 @@ class Exclusions {
 // Every database a snapshot knows of: live ones and those that only have drop markers left.
 std::vector<std::string> SchemaDatabases(const catalog::CatalogSnapshot& snap);
 
-// R3: the live replicating tables of `db` (node-local ones, C11, are left out) and every timed
-// drop marker of `db`, with the digest of that view.
-// Tables and markers `exclusions` names are left out too (R11, the sender's side).
+// What a DbSchema for one peer holds.
+struct SchemaOptions {
+  Exclusions exclusions;  // tables and their markers left out (R11, the sender's side)
+  // C15's attribute markers and attribute stamps: only to a peer that advertised
+  // "schema.attribute_markers.v1" (R1).
+  bool attribute_markers = true;
+};
+
+// R3: the live replicating tables of `db` (node-local ones, C11, are left out), every timed
+// drop marker of `db` and its attribute markers (C15), with the digest of that view.
 peer::v1::DbSchema BuildDbSchema(const catalog::CatalogSnapshot& snap, absl::string_view db,
-                                 const Exclusions& exclusions = {});
+                                 const SchemaOptions& options = {});
 
 // A stable 64-bit digest (FNV-1a; the same on every node and build) of the live replicating
-// tables of `db` — names and attribute names — and its markers. Two nodes with equal digests
+// tables of `db` — names and attribute names — its markers and its attribute markers
+// (C15). Two nodes with equal digests
 // for every database hold the same tables and attributes (cluster_status schema_in_sync).
 // Generation stamps are left out: two nodes that created a name concurrently keep their own
 // generations (C4) and are still in sync. A node-local table (C11) that shadows a peer's name
@@ -60,14 +68,16 @@ uint64_t SchemaDigest(const catalog::CatalogSnapshot& snap, absl::string_view db
                       const Exclusions& exclusions = {});
 
 struct SchemaApplyStats {
-  uint64_t markers_applied = 0;  // retired a generation or recorded a newer marker
-  uint64_t tables_applied = 0;   // definitions accepted (new generation or attributes added)
-  uint64_t tables_refused = 0;   // dead generations (C6): expected, not an error
-  uint64_t excluded = 0;         // tables and markers the route excludes (R11), dropped
-  uint64_t skipped = 0;          // could not be applied now (a drop draining, a bad name)
+  uint64_t markers_applied = 0;            // retired a generation or recorded a newer marker
+  uint64_t attribute_markers_applied = 0;  // newer than the one held (C15)
+  uint64_t tables_applied = 0;  // definitions accepted (new generation or attributes added)
+  uint64_t tables_refused = 0;  // dead generations (C6): expected, not an error
+  uint64_t excluded = 0;        // tables and markers the route excludes (R11), dropped
+  uint64_t skipped = 0;         // could not be applied now (a drop draining, a bad name)
 };
 
-// R4: markers first (C8, purging rows they retire), then definitions (C4, C5, C6). Applying
+// R4: markers first (C8, purging rows they retire; then C15's attribute markers, stripping
+// the values they drop), then definitions (C4, C5, C6). Applying
 // the same snapshot twice changes nothing. A table or marker this node cannot apply now (a
 // drop draining, a name it refuses) is skipped and counted; an error means the node could
 // not write, and what was applied before it stays applied (each step is its own catalog

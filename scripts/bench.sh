@@ -37,8 +37,9 @@ if [ "$quick" = 1 ]; then
   cluster=(--repeats 2 --records 2000)
   drop=(--rounds 2)
   verify=(--records 3000 --seconds 1)
+  strip=(--records 3000 --seconds 1)
 else
-  ceiling=() node=() replication=() copy=() cluster=() drop=() verify=()
+  ceiling=() node=() replication=() copy=() cluster=() drop=() verify=() strip=()
 fi
 
 echo "load before the run: $(cat /proc/loadavg)"
@@ -57,6 +58,7 @@ run copy --series "$out" "${copy[@]}"
 run cluster "${cluster[@]}"
 run drop --series "$out" "${drop[@]}"
 run verify "${verify[@]}"
+run strip "${strip[@]}"
 if [ "$quick" = 0 ] && [ -x "$build/bench/record_bench" ]; then
   echo
   echo "== record_bench (unit benchmarks of the write path)"

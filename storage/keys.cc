@@ -67,6 +67,11 @@ std::string MarkerKey(absl::string_view db, absl::string_view table) {
   return absl::StrCat(kMarkerPrefix, db, "/", table);
 }
 
+std::string AttributeMarkerKey(absl::string_view db, absl::string_view table,
+                               absl::string_view attribute) {
+  return absl::StrCat(kAttributeMarkerPrefix, db, "/", table, "/", attribute);
+}
+
 std::string GenerationPrefix(uint64_t generation) {
   std::string k;
   PutBigEndian64(generation, &k);

@@ -4,6 +4,7 @@
 //              T/<db>/<table>/<generation BE64>    TableRow (primary row, maybe tombstoned)
 //              A/<generation BE64><attribute>      AttributeRow
 //              M/<db>/<table>                      DropMarker
+//              N/<db>/<table>/<attribute>          AttributeMarker (SPEC C15)
 //   records    <generation BE64><primary key>      StoredRecord
 //   indexes    <generation BE64><attribute id BE32><value><primary key>   (empty value)
 //   changelog  <db>\0<seq BE64>                    ChangeEntry
@@ -51,6 +52,9 @@ std::string AttributeKey(uint64_t generation, absl::string_view attribute);
 std::string AttributePrefix(uint64_t generation);
 std::string MarkerKey(absl::string_view db, absl::string_view table);
 inline constexpr absl::string_view kMarkerPrefix = "M/";
+std::string AttributeMarkerKey(absl::string_view db, absl::string_view table,
+                               absl::string_view attribute);
+inline constexpr absl::string_view kAttributeMarkerPrefix = "N/";
 std::string PeerKey(absl::string_view name);
 inline constexpr absl::string_view kPeerPrefix = "P/";
 

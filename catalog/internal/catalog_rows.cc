@@ -31,6 +31,7 @@ AttributeDef FromRow(const v1::AttributeRow& row) {
   a.id = row.attribute_id();
   a.is_primary_key = row.is_primary_key();
   a.origin = row.origin();
+  a.created_time = row.created_time();
   return a;
 }
 
@@ -42,6 +43,7 @@ v1::AttributeRow ToRow(const AttributeDef& a) {
   row.set_attribute_id(a.id);
   row.set_is_primary_key(a.is_primary_key);
   row.set_origin(a.origin);
+  row.set_created_time(a.created_time);
   return row;
 }
 
@@ -82,6 +84,7 @@ absl::StatusOr<std::vector<AttributeDef>> BuildAttributes(absl::string_view prim
     a.indexed = s.indexed;
     a.id = next_id++;
     a.origin = origin;
+    a.created_time = s.created_time.value_or(0);
     out.push_back(std::move(a));
   }
   return out;

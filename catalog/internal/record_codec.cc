@@ -146,11 +146,13 @@ bool NestedDeeperThan(const nlohmann::json& j, int max_depth) {
   return false;
 }
 
-void DropStripped(const TableDef& def, Hlc version, nlohmann::json* record) {
-  if (def.stripping().empty() || !record->is_object()) return;
-  for (const auto& [name, stamp] : def.stripping()) {
-    if (version < stamp) record->erase(name);
+size_t DropStripped(const TableDef& def, Hlc version, nlohmann::json* record) {
+  if (def.dropped().empty() || !record->is_object()) return 0;
+  size_t removed = 0;
+  for (const auto& [name, stamp] : def.dropped()) {
+    if (version < stamp) removed += record->erase(name);
   }
+  return removed;
 }
 
 std::string NewUuid() {

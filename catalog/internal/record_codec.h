@@ -36,10 +36,12 @@ inline constexpr int kMaxRecordDepth = 64;
 // True if `j` nests more than `max_depth` levels. Iterative: safe on any input.
 bool NestedDeeperThan(const nlohmann::json& j, int max_depth);
 
-// Removes from `record` (a stored body written at `version`) the values of dropped attributes
-// still being stripped (TableDef::IsStripped): readers never see them, whatever the
-// definition holds now.
-void DropStripped(const TableDef& def, Hlc version, nlohmann::json* record);
+// Removes from `record` (a body written at `version`) the values of dropped attributes
+// (TableDef::IsStripped): ones a strip has still to reach, and ones older than an attribute
+// marker (SPEC C15). A function of (body, version, stamps) only, so every node strips a row to
+// the same body. Readers never see such values, whatever the definition holds now. Returns
+// how many it removed.
+size_t DropStripped(const TableDef& def, Hlc version, nlohmann::json* record);
 
 // A fresh random UUID (v4) string, the primary key of an insert that has none (D1).
 std::string NewUuid();

@@ -1,5 +1,5 @@
 // bench_report: merges the JSON of one scripts/bench.sh run (ceiling_bench, node_bench,
-// replication_bench, copy_bench, cluster_bench, drop_bench, verify_bench, each in
+// replication_bench, copy_bench, cluster_bench, drop_bench, verify_bench, strip_bench, each in
 // DIR/<name>.json) into
 // DIR/bench-results.json, and prints the table of every figure beside its aim (issue 7) and
 // its share of this machine's ceiling measured in the same run. The table is Markdown, so
@@ -75,7 +75,8 @@ int main(int argc, char** argv) {
   const std::string dir = argv[1];
   const json ceiling = Load(dir, "ceiling"), node = Load(dir, "node"),
              replication = Load(dir, "replication"), copy = Load(dir, "copy"),
-             cluster = Load(dir, "cluster"), drop = Load(dir, "drop"), verify = Load(dir, "verify");
+             cluster = Load(dir, "cluster"), drop = Load(dir, "drop"), verify = Load(dir, "verify"),
+             strip = Load(dir, "strip");
 
   const std::optional<double> storage_batch = At(ceiling, "/storage/batch100_records_per_s");
   const std::optional<double> storage_single = At(ceiling, "/storage/single_records_per_s");
@@ -162,6 +163,16 @@ int main(int argc, char** argv) {
                   absl::StrCat("repair of ", Count(At(verify, "/repair/rows_changed")),
                                " changed rows (held senders)"),
                   At(verify, "/repair/seconds"), "s", std::nullopt, false, std::nullopt, ""});
+  // Issue 21 (C15): the strip of a dropped attribute on two nodes.
+  rows.push_back({"i",
+                  absl::StrCat("drop_attribute of ", Count(At(strip, "/records")),
+                               " rows: the node asked strips, rows/s"),
+                  At(strip, "/local/rows_per_s"), "rows/s", std::nullopt, true, storage_scan,
+                  "RocksDB iteration"});
+  rows.push_back({"i", "  the peer strips from the marker, rows/s", At(strip, "/peer/rows_per_s"),
+                  "rows/s", std::nullopt, true, storage_scan, "RocksDB iteration"});
+  rows.push_back({"i", "writes kept while both nodes strip", At(strip, "/foreground/share"),
+                  "share", 0.9, true, std::nullopt, ""});
   std::optional<double> idle, loaded;
   if (cluster.is_object()) {
     for (const json& v : cluster["rss_mib"].value("idle", json::array())) {
@@ -219,7 +230,8 @@ int main(int argc, char** argv) {
                                   {"copy", &copy},
                                   {"cluster", &cluster},
                                   {"drop", &drop},
-                                  {"verify", &verify}}) {
+                                  {"verify", &verify},
+                                  {"strip", &strip}}) {
     if (doc->is_object()) busy[name] = (*doc)["machine"];
   }
   const json out = {{"results", results},
@@ -231,7 +243,8 @@ int main(int argc, char** argv) {
                       {"copy", copy},
                       {"cluster", cluster},
                       {"drop", drop},
-                      {"verify", verify}}}};
+                      {"verify", verify},
+                      {"strip", strip}}}};
   std::ofstream(dir + "/bench-results.json") << out.dump(2) << "\n";
   std::ofstream(dir + "/bench-results.md") << table;
   std::printf("%s", table.c_str());

@@ -28,8 +28,19 @@ struct Row {
 // One replicated table on one node.
 struct NodeTable {
   uint64_t dropped_time = 0;
-  std::map<std::string, Row> rows;  // key (JSON text) -> row
+  std::map<std::string, Row> rows;                    // key (JSON text) -> row
+  std::map<std::string, uint64_t> attribute_markers;  // C15: attribute -> dropped_time
 };
+
+// `body` as a node holds it when written at `version` under `markers` (C15): without the
+// values of attributes dropped after it.
+json Stripped(json body, uint64_t version, const std::map<std::string, uint64_t>& markers) {
+  if (!body.is_object()) return body;
+  for (const auto& [attribute, stamp] : markers) {
+    if (version < stamp && attribute != "id") body.erase(attribute);
+  }
+  return body;
+}
 
 // What the model compares of one node.
 struct NodeRows {
@@ -59,6 +70,9 @@ absl::StatusOr<NodeRows> ReadRows(const Cluster& cluster, const std::string& nod
       if (!r.value("live", false)) continue;  // dropped since describe_all: read below as absent
       NodeTable& t = out.replicated[qualified];
       t.dropped_time = r.value("dropped_time", uint64_t{0});
+      for (const json& m : d.value("dropped_attributes", json::array())) {
+        t.attribute_markers[m["name"].get<std::string>()] = m["dropped_time"].get<uint64_t>();
+      }
       for (const json& row : r["rows"]) {
         Row& stored = t.rows[row["key"].dump()];
         stored.version = row["version"].get<uint64_t>();
@@ -339,8 +353,24 @@ absl::Status Model::Check(const Cluster& cluster) const {
                                  row.row_generation, ", retired by the marker ", t.dropped_time));
         }
         if (row.deleted) continue;
-        const bool sent = m != tables_.end() && m->second.bodies.count(key) > 0 &&
-                          m->second.bodies.at(key).count(row.record.dump()) > 0;
+        // (9): no value of an attribute dropped after the row was written (C15).
+        for (const auto& [attribute, stamp] : t.attribute_markers) {
+          if (row.version < stamp && attribute != "id" && row.record.contains(attribute)) {
+            violation(absl::StrCat("(9) ", n, " ", name, " ", key, " at ",
+                                   Stamp(row.version, row.origin), " holds ", attribute,
+                                   ", dropped at ", stamp));
+          }
+        }
+        // (6), of bodies as stripped by the markers (C15).
+        bool sent = false;
+        if (m != tables_.end() && m->second.bodies.count(key) > 0) {
+          for (const std::string& body : m->second.bodies.at(key)) {
+            if (Stripped(json::parse(body), row.version, t.attribute_markers) == row.record) {
+              sent = true;
+              break;
+            }
+          }
+        }
         if (!sent) {
           violation(absl::StrCat("(6) ", n, " ", name, " ", key, ": ", row.record.dump(),
                                  " was never written"));
@@ -349,6 +379,10 @@ absl::Status Model::Check(const Cluster& cluster) const {
       auto [it, inserted] = first.emplace(name, std::make_pair(n, &t));
       if (inserted) continue;
       const NodeTable& other = *it->second.second;
+      if (other.attribute_markers != t.attribute_markers) {
+        violation(absl::StrCat("(9) ", name, ": ", it->second.first, " and ", n,
+                               " hold different attribute markers"));
+      }
       auto live = [](const NodeTable& table) {
         std::map<std::string, std::string> out;
         for (const auto& [key, row] : table.rows) {
@@ -408,7 +442,10 @@ absl::Status Model::Check(const Cluster& cluster) const {
           violation(absl::StrCat("(1) ", n, " holds ", Stamp(row.version, row.origin),
                                  ", older than the ", what));
         } else if (std::tie(row.version, row.origin) == std::tie(a.version, a.origin) &&
-                   (row.deleted != a.deleted || (!a.deleted && !HoldsBody(row.record, a.record)))) {
+                   (row.deleted != a.deleted ||
+                    (!a.deleted &&
+                     !HoldsBody(row.record,
+                                Stripped(a.record, a.version, tab->second.attribute_markers))))) {
           violation(absl::StrCat("(1) ", n, " holds ",
                                  row.deleted ? "a tombstone" : row.record.dump(),
                                  " under the stamps of the ", what));

@@ -18,6 +18,9 @@
 //       issued more than the clock bound after the other was acknowledged has the greater
 //       version. A node's HLC runs at most the bound ahead of its wall clock when it only
 //       observes stamps the bound let in; an unbounded HLC drags every node along.
+//   (9) attribute drops converge (C15): every node holding a table holds the same attribute
+//       markers, and no row holds a value of an attribute dropped after the row's version.
+//       Rules (1) and (6) compare bodies as the markers strip them.
 //   (8) anti-entropy finds nothing to repair (R18): once the rules above hold, a verify of
 //       every database from every node repairs no row; a repair means some rule failed
 //       (CheckVerify, run after Check).

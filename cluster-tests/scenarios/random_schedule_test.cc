@@ -4,7 +4,8 @@
 // The schedule is a function of the seed alone: the same seed replays the same steps
 // (CAIRN_TEST_SEED=<seed>; a failure prints the line). 3 to 5 nodes (the seed picks), writers
 // on two databases all through the run, and steps drawn from: creates (replicated and
-// node-local), drops (timed and local-only), drop_database, upserts and deletes, kills,
+// node-local), drops (timed and local-only), drop_database, drops and creates of an attribute
+// (C15), upserts and deletes, kills,
 // pauses, cuts, restarts, clock jumps, and once an add_node of a fresh node (a full copy under
 // load). CI runs a few fixed seeds with CAIRN_SCHEDULE_STEPS steps (default 200);
 // `scripts/test.sh --long` and cluster-tests/soak.sh run fresh seeds; CAIRN_NODE_ARGS adds
@@ -160,9 +161,11 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
   const std::vector<std::string> tables = {"t1", "t2", "t3"};
   // Answers a step may get besides 200: the table or database is absent or draining, or
   // exists already. Anything else (a 500, a dropped connection) fails the scenario.
-  const std::set<std::string> expected_errors = {"TABLE_NOT_FOUND", "DATABASE_NOT_FOUND",
-                                                 "TABLE_EXISTS", "TABLE_DROPPING",
-                                                 "TABLE_GENERATION_DROPPED"};
+  // UNKNOWN_ATTRIBUTE: a write with `name` after its drop (C15), or a drop of it again;
+  // ATTRIBUTE_EXISTS: a create of it while it is there.
+  const std::set<std::string> expected_errors = {
+      "TABLE_NOT_FOUND",          "DATABASE_NOT_FOUND", "TABLE_EXISTS",    "TABLE_DROPPING",
+      "TABLE_GENERATION_DROPPED", "UNKNOWN_ATTRIBUTE",  "ATTRIBUTE_EXISTS"};
   // Background load: writers on every first node's operations API all through the schedule,
   // whatever happens to the node; the model records what they were told.
   std::vector<OpsEndpoint> endpoints;
@@ -247,6 +250,10 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
   // must still hold after the heal. Its own RNG stream: the other steps of a seed stay put.
   std::mt19937_64 verify_rng(seed_ ^ 0x5e7e1f);
   const int verify_percent = EnvInt("CAIRN_VERIFY_STEPS", 2);  // percent of steps
+  // Issue 21: now and then a node drops the attribute `name` of a table, or creates it again
+  // (C15: attribute markers; rule (9)). Its own stream too.
+  std::mt19937_64 attribute_rng(seed_ ^ 0xa77d);
+  const int attribute_percent = EnvInt("CAIRN_ATTRIBUTE_STEPS", 3);  // percent of steps
   const int opener_percent = EnvInt("CAIRN_WINDOW_OPENERS", 3);
   const char* only_opener = std::getenv("CAIRN_WINDOW_OPENER");  // one of them only
   WindowOpeners windows(c, model, expected_errors, buggify);
@@ -289,6 +296,31 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
         EXPECT_TRUE(a.status == 200 || a.status == 404 || a.status == 503 || a.status == 0 ||
                     injected)
             << "step " << step << ": verify -> " << a.status << " " << a.body;
+      }
+    }
+    if (attribute_rng() % 100 < static_cast<uint64_t>(attribute_percent)) {
+      const std::vector<std::string> running = c.running();
+      if (!running.empty()) {
+        const std::string n = running[attribute_rng() % running.size()];
+        const std::string adb = dbs[attribute_rng() % dbs.size()];
+        const std::string atable = tables[attribute_rng() % tables.size()];
+        const bool drop = attribute_rng() % 2 == 0;
+        json op = {{"operation", drop ? "drop_attribute" : "create_attribute"},
+                   {"database", adb},
+                   {"table", atable},
+                   {"attribute", "name"}};
+        if (!drop) op["type"] = "String";
+        HttpAnswer a = c.Op(n, op);
+        std::cerr << "step " << step << ": " << n << " " << op["operation"].get<std::string>()
+                  << " " << adb << "." << atable << ".name -> " << a.status << " " << a.error_code()
+                  << "\n";
+        // As the schema steps below: expected refusals, an injected failure, or a buggified
+        // crash (no answer; reaped with the next step).
+        const bool injected =
+            a.error_code() == "INTERNAL" && a.body.find("injected fault") != std::string::npos;
+        EXPECT_TRUE(a.status == 200 || expected_errors.count(a.error_code()) > 0 || injected ||
+                    (a.status == 0 && buggify))
+            << "step " << step << ": " << op.dump() << " -> " << a.status << " " << a.body;
       }
     }
     const std::vector<std::string> up = c.running();

@@ -1,0 +1,210 @@
+// SPEC C15 between in-process nodes over gRPC on loopback: attribute markers travel in
+// DB_SCHEMA, remove the attribute everywhere, strip its older values from every row on every
+// node — and from rows that arrive later by any path — so that every node ends with the same
+// body under the same (version, origin); a re-created attribute starts empty.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/fault_points.h"
+#include "tests/replication/test_node.h"
+#include "tests/testing/testing.h"
+
+namespace cairn::replication {
+namespace {
+
+using ::testing::Contains;
+using ::testing::Not;
+using json = nlohmann::json;
+
+class AttributeMarkerTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<TestNode> NewNode(const std::string& name) {
+    auto n = std::make_unique<TestNode>(name, dir_.Sub(name), "s3cret");
+    n->Start();
+    return n;
+  }
+  // Returns the version written (0 on failure, which fails the test).
+  static Hlc Upsert(TestNode* n, const json& records) {
+    auto r = n->records().Write("shop", "people", records, catalog::WriteMode::kUpsert);
+    EXPECT_OK(r);
+    return r.ok() ? r->version : 0;
+  }
+  // Rows p<from>..p<to - 1> with x and y = `y`.
+  static json People(int from, int to, const std::string& y) {
+    json out = json::array();
+    for (int i = from; i < to; ++i) {
+      out.push_back({{"id", absl::StrCat("p", i)}, {"x", absl::StrCat("x", i)}, {"y", y}});
+    }
+    return out;
+  }
+  // Every node holds the same rows of shop.people (key, version, origin, row generation,
+  // body) and the same attributes, and `count` live rows.
+  static void ExpectConverged(const std::vector<TestNode*>& nodes, size_t count) {
+    ASSERT_EVENTUALLY([&] {
+      const std::vector<std::string> want = TableRows(*nodes[0], "shop", "people");
+      const std::vector<std::string> attributes = nodes[0]->Attributes("shop", "people");
+      for (TestNode* n : nodes) {
+        ASSERT_EQ(LiveKeys(*n, "shop", "people").size(), count) << n->name();
+        ASSERT_EQ(TableRows(*n, "shop", "people"), want)
+            << n->name() << " differs from " << nodes[0]->name();
+        ASSERT_EQ(n->Attributes("shop", "people"), attributes) << n->name();
+      }
+    });
+  }
+  // How many stored rows of shop.people on `n` hold `needle` in their body.
+  static size_t RowsHolding(TestNode& n, const std::string& needle) {
+    size_t found = 0;
+    for (const std::string& row : TableRows(n, "shop", "people")) {
+      if (row.find(needle) != std::string::npos) ++found;
+    }
+    return found;
+  }
+  // Records found by search_by_value attribute=value (an error counts as none).
+  static size_t Found(TestNode& n, const std::string& attribute, const json& value) {
+    size_t found = 0;
+    absl::Status s =
+        n.records().SearchByValue("shop", "people", attribute, value, {}, [&](const json&) {
+          ++found;
+          return true;
+        });
+    return s.ok() ? found : 0;
+  }
+  static void WaitPast(Hlc t) {
+    ASSERT_EVENTUALLY([&] {
+      ASSERT_GT(static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())),
+                HybridClock::PhysicalMs(t) + 1);
+    });
+  }
+
+  testing::TempDir dir_;
+};
+
+// C15, the reproduction: a drops y; no node — nor one added later — holds it, serves
+// it or finds it by value, and every body and version is the same everywhere.
+TEST_F(AttributeMarkerTest, C15_ADroppedAttributeLeavesEveryNodeAndNodesAddedLater) {
+  auto a = NewNode("a"), b = NewNode("b"), c = NewNode("c");
+  a->Route(*b);
+  b->Route(*c);
+  c->Route(*a);
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "people", {"x", "y"})));
+  ASSERT_EVENTUALLY([&] { ASSERT_NE(c->Table("shop", "people"), nullptr); });
+  Upsert(a.get(), People(0, 100, "secret"));
+  ExpectConverged({a.get(), b.get(), c.get()}, 100);
+  ASSERT_EQ(Found(*b, "y", "secret"), 100u);
+
+  ASSERT_OK(a->records().DropAttribute("shop", "people", "y"));
+  ExpectConverged({a.get(), b.get(), c.get()}, 100);
+  for (TestNode* n : {a.get(), b.get(), c.get()}) {
+    EXPECT_THAT(n->Attributes("shop", "people"), Not(Contains("y"))) << n->name();
+    EXPECT_EQ(RowsHolding(*n, "secret"), 0u) << n->name();
+    EXPECT_EQ(Found(*n, "y", "secret"), 0u) << n->name();
+    EXPECT_EQ(n->Table("shop", "people")->attribute_markers().count("y"), 1u) << n->name();
+  }
+  // The marker outlives the attribute: a node added later gets it with the schema, and the
+  // rows it copies carry no y.
+  auto d = NewNode("d");
+  d->Route(*b);
+  ExpectConverged({a.get(), b.get(), c.get(), d.get()}, 100);
+  EXPECT_EQ(RowsHolding(*d, "secret"), 0u);
+  EXPECT_EQ(d->Table("shop", "people")->attribute_markers().count("y"), 1u);
+  EXPECT_EQ(d->records().values_stripped(), 0u) << "a's strip reached the copy's source first";
+}
+
+// C15: a drops y while b is cut off and writes y to old and new rows. After the heal, rows b
+// wrote before the drop's stamp lose y and rows written after keep it, on both nodes, with the
+// same bodies — and the kept values are found by value (their index is rebuilt under the
+// attribute that comes back with them).
+TEST_F(AttributeMarkerTest, C15_RowsWrittenBeforeTheMarkerLoseTheValueAndLaterOnesKeepIt) {
+  auto a = NewNode("a"), b = NewNode("b");
+  a->Route(*b);
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "people", {"x", "y"})));
+  Upsert(a.get(), People(0, 50, "old"));
+  ExpectConverged({a.get(), b.get()}, 50);
+
+  b->Isolate();
+  // Overwrites of old rows, before the drop's stamp (the clocks of a and b are the same wall
+  // clock with their own logical counters: a later millisecond orders them).
+  WaitPast(Upsert(b.get(), People(0, 10, "b-before")));
+  ASSERT_OK(a->records().DropAttribute("shop", "people", "y"));
+  const Hlc dropped = a->Table("shop", "people")->attribute_markers().at("y");
+  WaitPast(dropped);
+  Upsert(b.get(), People(10, 20, "b-after"));  // overwrites, after the drop's stamp
+  Upsert(b.get(), People(50, 60, "b-after"));  // new rows, after it too
+  b->Start();
+
+  ExpectConverged({a.get(), b.get()}, 60);
+  for (TestNode* n : {a.get(), b.get()}) {
+    EXPECT_EQ(RowsHolding(*n, "\"old\""), 0u) << n->name();
+    EXPECT_EQ(RowsHolding(*n, "b-before"), 0u) << n->name();
+    EXPECT_EQ(RowsHolding(*n, "b-after"), 20u) << n->name();
+    EXPECT_EQ(Found(*n, "y", "b-after"), 20u) << n->name();
+    const catalog::AttributeDef* y = n->Table("shop", "people")->FindAttribute("y");
+    ASSERT_NE(y, nullptr) << n->name();
+    EXPECT_GE(y->created_time, dropped) << n->name();
+  }
+}
+
+// C15: y dropped and re-created with another type on a. A peer's old rows never bring y back
+// (not even the peer's own rows written before the drop, arriving after the re-create); the
+// new values replicate.
+TEST_F(AttributeMarkerTest, C15_ARecreatedAttributeStartsEmptyEverywhere) {
+  auto a = NewNode("a"), b = NewNode("b");
+  a->Route(*b);
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "people", {"x", "y"})));
+  Upsert(a.get(), People(0, 30, "old"));
+  ExpectConverged({a.get(), b.get()}, 30);
+
+  b->Isolate();
+  WaitPast(Upsert(b.get(), People(30, 40, "b-old")));  // b's own rows, older than the drop
+  ASSERT_OK(a->records().DropAttribute("shop", "people", "y"));
+  ASSERT_OK(a->catalog().CreateAttribute("shop", "people", {"y", catalog::v1::INT, true}));
+  json fresh = json::array();
+  for (int i = 0; i < 5; ++i) fresh.push_back({{"id", absl::StrCat("p", i)}, {"y", i}});
+  ASSERT_OK(a->records().Write("shop", "people", fresh, catalog::WriteMode::kUpdate));
+  b->Start();
+
+  ExpectConverged({a.get(), b.get()}, 40);
+  for (TestNode* n : {a.get(), b.get()}) {
+    EXPECT_EQ(RowsHolding(*n, "old"), 0u) << n->name();  // "old" and "b-old"
+    EXPECT_EQ(Found(*n, "y", 3), 1u) << n->name();
+    EXPECT_EQ(Found(*n, "y", "b-old"), 0u) << n->name();
+    const catalog::AttributeDef* y = n->Table("shop", "people")->FindAttribute("y");
+    ASSERT_NE(y, nullptr) << n->name();
+    EXPECT_EQ(y->type, catalog::v1::INT) << n->name();
+  }
+}
+
+// C15 with C4: a peer whose definition still lists y (it has not applied the marker yet)
+// never adds y back; the marker is applied before definitions (R4) and survives restarts.
+TEST_F(AttributeMarkerTest, C15_APeerDefinitionOlderThanTheMarkerDoesNotAddTheAttribute) {
+  auto a = NewNode("a");
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "people", {"x", "y"})));
+  const Hlc created = a->Table("shop", "people")->created_time();
+  ASSERT_OK(a->records().DropAttribute("shop", "people", "y"));
+  catalog::PeerTableDef old;
+  old.database = "shop";
+  old.table = "people";
+  old.created_time = created;
+  old.primary_key = "id";
+  old.schema_defined = true;
+  old.attributes = {{"x", catalog::v1::STRING, true, created},
+                    {"y", catalog::v1::STRING, true, created}};
+  ASSERT_OK(a->catalog().ApplyPeerTable(old));
+  EXPECT_THAT(a->Attributes("shop", "people"), Not(Contains("y")));
+  old.attributes[1].created_time = 0;  // a peer without attribute stamps
+  ASSERT_OK(a->catalog().ApplyPeerTable(old));
+  EXPECT_THAT(a->Attributes("shop", "people"), Not(Contains("y")));
+  a->Stop();
+  a->Start();
+  EXPECT_EQ(a->Table("shop", "people")->attribute_markers().count("y"), 1u);
+  ASSERT_OK(a->catalog().ApplyPeerTable(old));
+  EXPECT_THAT(a->Attributes("shop", "people"), Not(Contains("y")));
+  // A peer's attribute created after the marker is a new attribute: it is added.
+  old.attributes[1].created_time = a->node_hlc_now();
+  ASSERT_OK(a->catalog().ApplyPeerTable(old));
+  EXPECT_THAT(a->Attributes("shop", "people"), Contains("y"));
+}
+
+}  // namespace
+}  // namespace cairn::replication
