@@ -185,6 +185,7 @@ absl::Status Catalog::Load() {
                  return corrupt("attribute", key);
                }
                attributes.push_back(FromRow(a));
+               hlc->Observe(a.created_time());  // C15: a drop is stamped after it
                return absl::OkStatus();
              }));
     // Creation order, as before the restart: the primary key (id 0) first.

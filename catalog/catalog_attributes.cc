@@ -193,10 +193,18 @@ absl::StatusOr<TableRef> Catalog::RemoveAttribute(absl::string_view db, absl::st
   // also its attribute marker (C15), in the same batch; a node-local one's leaves none
   // (C11: no peer row ever reaches it).
   const std::string name(attribute);
+  // C15: the marker must be newer than the attribute it drops, or the peers keep theirs
+  // (created at or after a marker survives it). The clock observed the attribute's stamp;
+  // this holds if it was stored before that rule.
+  CAIRN_ASSIGN_OR_RETURN(
+      const Hlc after_creation,
+      HlcAfter(a->created_time,
+               absl::StrCat("the drop of ", Qualified(db, table), ".", attribute)));
   Hlc stamp = 0;
   auto stamp_drop = [&](rocksdb::WriteBatch* b, AttributeStamps* stripping,
                         AttributeStamps* markers) -> absl::Status {
     CAIRN_ASSIGN_OR_RETURN(stamp, options_.hlc->Now());
+    stamp = std::max(stamp, after_creation);
     if (live->replicate()) {
       Hlc& marker = (*markers)[name];
       stamp = std::max(stamp, marker);
@@ -251,13 +259,14 @@ absl::StatusOr<TableRef> Catalog::ApplyPeerAttributeMarker(absl::string_view db,
   const TableRef& def = *live;
   const AttributeDef* a = def->FindAttribute(name);
   // The local attribute goes unless created at or after the marker (C15, as C6 for tables:
-  // equal survives). Its values in rows older than the marker go either way; a name that is
-  // not an attribute here has no values, unless a strip of it is still pending.
+  // equal survives). Its values in rows older than the marker go either way.
   std::vector<AttributeDef> attributes = def->attributes();
   if (a != nullptr && !a->is_primary_key && a->created_time < dropped_time) {
     attributes = WithoutAttribute(*def, *a, &batch);
   }
-  const bool strip = (a != nullptr && !a->is_primary_key) || def->stripping().count(name) != 0;
+  // Always a strip, even when the name is not an attribute here: a marker that removed it
+  // earlier left its newer values in the rows, and this newer marker may cover them.
+  const bool strip = a == nullptr || !a->is_primary_key;
   auto apply = [&](rocksdb::WriteBatch* b, AttributeStamps* stripping,
                    AttributeStamps* markers) -> absl::Status {
     (*markers)[name] = dropped_time;

@@ -44,6 +44,9 @@ absl::Status Catalog::ApplyPeerTable(const PeerTableDef& peer) {
   for (const AttributeSpec& a : peer.attributes)
     CAIRN_RETURN_IF_ERROR(ValidateAttributeName(a.name));
   options_.hlc->Observe(peer.created_time);
+  // C15: a drop here must be stamped after every attribute it may remove, whatever clock
+  // created it (an attribute marker older than its attribute leaves it alone).
+  for (const AttributeSpec& a : peer.attributes) options_.hlc->Observe(a.created_time.value_or(0));
 
   DatabaseLock lock(this, peer.database);
   const SnapshotRef base = Snapshot();  // invariant (1)

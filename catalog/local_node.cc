@@ -30,6 +30,7 @@ absl::StatusOr<std::unique_ptr<LocalNode>> LocalNode::Open(const std::string& pa
   ro.node_name = options.name;
   ro.hlc = node->hlc.get();
   ro.faults = options.faults;
+  ro.strip_rate = options.strip_rate;
   node->records =
       std::make_unique<RecordStore>(node->engine.get(), node->log.get(), node->catalog.get(), ro);
   CAIRN_RETURN_IF_ERROR(node->records->ResumePendingStrips());

@@ -24,6 +24,7 @@ struct LocalNodeOptions {
   Clock* clock = nullptr;                                    // null: the system clock
   FaultRegistry* faults = nullptr;                           // null: none
   size_t max_attributes_per_table = 1000;                    // CatalogOptions
+  uint64_t strip_rate = 0;                                   // RecordStoreOptions
   // The database is a restored copy: take a new log identity and forget every cursor on a
   // peer's log before anything else (storage::ChangeLog::ForgetIdentity).
   bool restored = false;

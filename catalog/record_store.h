@@ -37,8 +37,8 @@ struct RecordStoreOptions {
   HybridClock* hlc = nullptr;  // required
   FaultRegistry* faults = nullptr;
   size_t latch_stripes = 4096;
-  // Rows a strip of dropped attribute values rewrites per second, at most (0: no limit), so
-  // that foreground writes keep their share of the machine (C15).
+  // Rows a strip of dropped attribute values reads per second, at most (0: no limit), so that
+  // foreground writes keep their share of the machine (C15).
   uint64_t strip_rate = 0;
 };
 
@@ -122,9 +122,10 @@ class RecordStore {
                              absl::string_view attribute, const nlohmann::json& value,
                              const SearchOptions& options, const Visitor& visit);
   // Every stored row of the table's live generation in key order, tombstones included, with
-  // the stamps it carries (D4, D5, D7) and its body as searches see it (null for a
-  // tombstone). For the test hook read_rows: the cluster checker's model. Returns the
-  // generation read. Cancelled by a drop like a search (C9).
+  // the stamps it carries (D4, D5, D7) and its body as stored (null for a tombstone; values a
+  // strip has still to remove included, which searches do not show). For the test hook read_rows:
+  // the cluster checker's model. Returns the generation read. Cancelled by a drop like a search
+  // (C9).
   using StoredVisitor =
       std::function<void(const nlohmann::json& key, const storage::v1::StoredRecord& row,
                          const nlohmann::json& record)>;
@@ -135,10 +136,13 @@ class RecordStore {
   // ... of that generation, whatever the name holds now.
   absl::StatusOr<uint64_t> RecordCount(const TableDef& def);
 
-  // drop_attribute: the catalog change, stamped after every stored version, then the values
-  // stripped from stored records. Reads the generation twice (decision 57).
-  absl::Status DropAttribute(absl::string_view db, absl::string_view table,
-                             absl::string_view attribute);
+  // drop_attribute: the catalog change, stamped after every stored version (and the attribute
+  // marker, C15), then the values stripped from stored records: here, or with `in_background`
+  // by the strip worker, the call returning once the change is durable (readers treat the
+  // values as gone from then on). Reads the generation twice (decision 57). Returns the
+  // drop's stamp.
+  absl::StatusOr<Hlc> DropAttribute(absl::string_view db, absl::string_view table,
+                                    absl::string_view attribute, bool in_background = false);
   // Finishes every strip a crash interrupted. Call once after opening, before serving.
   absl::Status ResumePendingStrips();
   // Has the strip worker (a thread, started on first use) run every pending strip soon: the
@@ -218,8 +222,9 @@ class RecordStore {
 
   // The strip worker (KickStrips). strip_mu_ is a leaf.
   void StripWorker() ABSL_LOCKS_EXCLUDED(strip_mu_);
-  // Blocks as long as `rows` more rewritten rows need to stay within strip_rate.
-  absl::Status PaceStrip(size_t rows);
+  // Blocks as long as `rows` more rows read need to stay within strip_rate.
+  // TABLE_DROPPING as soon as `def`'s drop begins (C9: the drain never waits for it).
+  absl::Status PaceStrip(const TableDef& def, size_t rows);
   absl::Mutex strip_mu_;
   bool strips_due_ ABSL_GUARDED_BY(strip_mu_) = false;
   std::atomic<bool> stop_strips_{false};  // written under strip_mu_, read anywhere

@@ -130,8 +130,7 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
           continue;
         }
         // C15: values older than an attribute marker (or a strip still pending) go before
-        // anything else sees the row: they never become attributes, indexes or log entries.
-        // The definition's markers are current once step 2 has checked its version.
+        // they can become attributes; step 3 strips again by the definition step 2 checked.
         if (size_t n = internal::DropStripped(*it->second->def, e.version(), &body); n > 0) {
           stats.values_stripped += n;
           restripped[i] = true;
@@ -237,7 +236,13 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
         s.next.clear_json();
         s.SetNext(json());
       } else {
-        // Stripped: the body every node stores for this (version, origin) (C15).
+        // Stripped again by the definition step 2 found current: a marker published after
+        // step 1 (whose strip only kept dropped values from becoming attributes) strips here.
+        // The result is the body every node stores for this (version, origin) (C15).
+        if (size_t n = internal::DropStripped(*s.def, e.version(), &parsed[i]); n > 0) {
+          stats.values_stripped += n;
+          restripped[i] = true;
+        }
         s.next.set_json(restripped[i] ? internal::Dump(parsed[i]) : e.json());
         s.SetNext(std::move(parsed[i]));
       }

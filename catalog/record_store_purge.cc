@@ -107,7 +107,13 @@ absl::StatusOr<uint64_t> RecordStore::PurgeRowsBefore(const TableRef& def, Hlc m
         Slot& back = restored.emplace_back(std::move(s));
         back.changed = true;
         back.next = *best;
-        back.SetNext(best->deleted() ? json() : ParseStored(best->json()));  // after the move
+        // A shadow is kept as it was stored: strip it by the markers held now (C15), as
+        // every node holding it as its row did.
+        json body = best->deleted() ? json() : ParseStored(best->json());
+        if (!best->deleted() && internal::DropStripped(*def, best->version(), &body) > 0) {
+          back.next.set_json(Dump(body));
+        }
+        back.SetNext(std::move(body));  // after the move
         continue;
       }
       if (shadows.rows_size() > 0) {

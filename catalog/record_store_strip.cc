@@ -1,11 +1,11 @@
 // RecordStore: strips of dropped attributes' values — a local drop_attribute (decisions 4, 57)
 // and a peer's attribute marker (SPEC C15) — resumable after a crash, cancelled by a drop (C9).
 #include <algorithm>
-#include <iterator>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "catalog/internal/record_batch.h"
 #include "catalog/internal/record_codec.h"
 #include "catalog/record_store.h"
@@ -29,8 +29,8 @@ using storage::v1::StoredRecord;
 // Strips walk the generation in chunks, lock each chunk's keys, re-read them, and rewrite what
 // still needs it.
 
-absl::Status RecordStore::DropAttribute(absl::string_view db, absl::string_view table,
-                                        absl::string_view attribute) {
+absl::StatusOr<Hlc> RecordStore::DropAttribute(absl::string_view db, absl::string_view table,
+                                               absl::string_view attribute, bool in_background) {
   CAIRN_ASSIGN_OR_RETURN(TableRef live, Resolve(db, table));
   // The drop's stamp must be newer than every row of the generation, and this clock has not
   // necessarily seen them all: after a restart it knows nothing of rows from a peer whose
@@ -40,8 +40,18 @@ absl::Status RecordStore::DropAttribute(absl::string_view db, absl::string_view 
   CAIRN_ASSIGN_OR_RETURN(const Hlc newest, NewestVersion(live));
   options_.hlc->Observe(newest);
   CAIRN_ASSIGN_OR_RETURN(TableRef def, catalog_->RemoveAttribute(db, table, attribute));
-  CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kStripAfterCatalog));
-  return StripAttribute(def, attribute);
+  const Hlc stamp = def->stripping().at(std::string(attribute));
+  if (in_background) {
+    KickStrips();
+    return stamp;
+  }
+  absl::Status stripped = CAIRN_FAULT(options_.faults, fault_points::kStripAfterCatalog);
+  if (stripped.ok()) stripped = StripAttribute(def, attribute);
+  if (!stripped.ok()) {
+    KickStrips();  // the strip stays pending: the worker retries it
+    return stripped;
+  }
+  return stamp;
 }
 
 absl::Status RecordStore::ApplyPeerAttributeDrop(absl::string_view db, absl::string_view table,
@@ -83,6 +93,7 @@ absl::Status RecordStore::ResumePendingStrips() {
     CAIRN_RETURN_IF_ERROR(IteratorStatus(*it));
   }
   SnapshotRef snap = catalog_->Snapshot();
+  absl::Status first_error;
   for (const auto& [generation, attribute] : pending) {
     TableRef def = snap->FindGeneration(generation);
     if (def == nullptr) {
@@ -93,15 +104,18 @@ absl::Status RecordStore::ResumePendingStrips() {
       CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
       continue;
     }
-    spdlog::info("[{}] resuming the strip of dropped attribute {}.{}", options_.node_name,
+    spdlog::info("[{}] stripping the values of dropped attribute {}.{}", options_.node_name,
                  def->QualifiedName(), attribute);
-    absl::Status stripped = StripAttribute(def, attribute);  // its stamp: def->stripping()
+    absl::Status stripped = CAIRN_FAULT(options_.faults, fault_points::kStripAfterCatalog);
+    if (stripped.ok()) stripped = StripAttribute(def, attribute);  // its stamp: def->stripping()
     // A drop of the generation cancels its strip (C9) and removes the pending strip with
-    // every other key of the generation: nothing is left to do.
+    // every other key of the generation: nothing is left to do. Another failure leaves this
+    // strip pending and the others still run; the first error is returned.
     if (GetErrorCode(stripped) == ErrorCode::kTableDropping) continue;
-    CAIRN_RETURN_IF_ERROR(stripped);
+    if (absl::IsCancelled(stripped)) return stripped;  // shutting down
+    if (!stripped.ok() && first_error.ok()) first_error = stripped;
   }
-  return absl::OkStatus();
+  return first_error;
 }
 
 absl::Status RecordStore::StripAttribute(const TableRef& def, absl::string_view attribute) {
@@ -118,6 +132,10 @@ absl::Status RecordStore::StripAttribute(const TableRef& def, absl::string_view 
   // written under an attribute that a peer's marker then removed with its index (C15), and
   // the name is an attribute again. Index entries are idempotent puts.
   const std::string name(attribute);
+  // Bodies are stored as internal::Dump writes them: a field appears as its JSON-escaped
+  // name, a colon and no space. A body without that text has no such field; one with it
+  // (maybe inside a value) is parsed to make sure.
+  const std::string field_text = nlohmann::json(name).dump() + ":";
   CAIRN_ASSIGN_OR_RETURN(TableRef at_start, Refresh(def));
   const AttributeDef* attribute_at_start = at_start->FindAttribute(name);
   const int64_t id_at_start =
@@ -128,15 +146,19 @@ absl::Status RecordStore::StripAttribute(const TableRef& def, absl::string_view 
   auto it = engine_->NewIterator(Cf::kRecords, nullptr, end);
   it->Seek(ToSlice(begin));
   while (it->Valid()) {
-    if (stop_strips_.load(std::memory_order_relaxed)) {
-      return absl::CancelledError("the node is shutting down; the strip resumes at the next start");
-    }
     std::vector<Slot> slots;
-    for (; it->Valid() && slots.size() < kChunk; it->Next()) {
+    size_t read = 0;
+    for (; it->Valid() && slots.size() < kChunk && read < kChunk * 16; it->Next()) {
       CAIRN_RETURN_IF_ERROR(checkpoint.Visit());
+      if (stop_strips_.load(std::memory_order_relaxed)) {
+        return absl::CancelledError(
+            "the node is shutting down; the strip resumes at the next start");
+      }
+      ++read;
       StoredRecord rec;
       if (!rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) ||
-          rec.deleted() || ParseStored(rec.json()).count(name) == 0) {
+          rec.deleted() || rec.json().find(field_text) == std::string::npos ||
+          ParseStored(rec.json()).count(name) == 0) {
         continue;
       }
       Slot s;
@@ -145,8 +167,8 @@ absl::Status RecordStore::StripAttribute(const TableRef& def, absl::string_view 
       slots.push_back(std::move(s));
     }
     CAIRN_RETURN_IF_ERROR(IteratorStatus(*it));
+    CAIRN_RETURN_IF_ERROR(PaceStrip(*def, read));
     if (slots.empty()) continue;
-    CAIRN_RETURN_IF_ERROR(PaceStrip(slots.size()));
     std::vector<std::string> keys;
     for (const Slot& s : slots) keys.push_back(s.key);
     auto guard = latches_.Lock(keys);
@@ -174,19 +196,16 @@ absl::Status RecordStore::StripAttribute(const TableRef& def, absl::string_view 
         continue;
       }
       // Strip the value. Not a record write: version, origin and log are unchanged. If the
-      // name is an attribute again and the old value got indexed under it (a peer's row
-      // re-added it), that entry goes too.
-      const std::vector<std::string> before =
-          internal::IndexKeys(*current, s.original_json, s.encoded_pk);
-      s.original_json.erase(name);
-      const std::vector<std::string> after =
-          internal::IndexKeys(*current, s.original_json, s.encoded_pk);
-      std::vector<std::string> gone;
-      std::set_difference(before.begin(), before.end(), after.begin(), after.end(),
-                          std::back_inserter(gone));
-      for (const std::string& k : gone) {
-        batch.Delete(engine_->cf(Cf::kIndexes), ToSlice(k)).PermitUncheckedError();
+      // name is an indexed attribute again and the old value got indexed under it (a peer's
+      // row re-added it), that entry goes too; otherwise the drop removed its index range.
+      if (reindex) {
+        for (const std::string& k : internal::IndexKeys(*current, s.original_json, s.encoded_pk)) {
+          if (absl::StartsWith(k, own_index)) {
+            batch.Delete(engine_->cf(Cf::kIndexes), ToSlice(k)).PermitUncheckedError();
+          }
+        }
       }
+      s.original_json.erase(name);
       StoredRecord rec = s.original;
       rec.set_json(Dump(s.original_json));
       batch.Put(engine_->cf(Cf::kRecords), ToSlice(s.key), rec.SerializeAsString())
@@ -202,7 +221,7 @@ absl::Status RecordStore::StripAttribute(const TableRef& def, absl::string_view 
   return catalog_->FinishStrip(*def, name, stamp, id_at_start);
 }
 
-absl::Status RecordStore::PaceStrip(size_t rows) {
+absl::Status RecordStore::PaceStrip(const TableDef& def, size_t rows) {
   if (options_.strip_rate == 0) return absl::OkStatus();
   absl::Time at;
   {
@@ -216,6 +235,11 @@ absl::Status RecordStore::PaceStrip(size_t rows) {
   while (absl::Now() < at) {
     if (stop_strips_.load(std::memory_order_relaxed)) {
       return absl::CancelledError("the node is shutting down; the strip resumes at the next start");
+    }
+    // The strip holds an admission token: a drop of the table must not wait for the pace.
+    if (def.state()->dropping()) {
+      return Error(ErrorCode::kTableDropping,
+                   absl::StrCat("table '", def.QualifiedName(), "' is being dropped"));
     }
     absl::SleepFor(std::min(at - absl::Now(), absl::Milliseconds(50)));
   }

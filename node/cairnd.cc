@@ -282,6 +282,7 @@ int Run(const NodeConfig& config) {
   node_options.drop_drain_timeout = config.drop_drain_timeout;
   node_options.tombstone_retention = config.tombstone_retention;
   node_options.max_attributes_per_table = config.max_attributes_per_table;
+  node_options.strip_rate = config.strip_rate;
   node_options.faults = config.enable_test_hooks ? &faults : nullptr;
   // Test hooks: a wall clock that set_clock can shift (clock faults); otherwise the system's.
   OffsetClock clock;
@@ -419,6 +420,7 @@ int Run(const NodeConfig& config) {
   http.Stop();
   cluster.Stop();
   (*peer_server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  (*node)->records->StopStrips();  // a running strip stays pending for the next start (C15)
   absl::Status flushed = (*node)->Flush();
   if (!flushed.ok()) spdlog::error("flush at shutdown: {}", flushed.ToString());
   node->reset();

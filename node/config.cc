@@ -309,6 +309,10 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   app.add_option("--verify-rate", c.verify_rate,
                  "rows per second a verify may scan on this node; 0: no limit (R18)")
       ->capture_default_str();
+  app.add_option("--strip-rate", c.strip_rate,
+                 "rows per second a strip of a dropped attribute's values may read on this node; "
+                 "0: no limit (C15)")
+      ->capture_default_str();
   app.add_flag("--enable-test-hooks", c.enable_test_hooks, "allow fault injection operations");
   app.add_option("--fault", c.faults, "NAME=ACTION[@P|@#N] fault point (test hooks only)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);

@@ -513,7 +513,9 @@ absl::StatusOr<Reply> OpsApi::DropAttribute(const Fields& f) const {
   CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
   CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table());
   CAIRN_ASSIGN_OR_RETURN(std::string attribute, f.Attribute("attribute", "name"));
-  CAIRN_RETURN_IF_ERROR(node_->records->DropAttribute(db, table, attribute));
+  // The values go in the background (C15, decision 100); readers no longer see them.
+  CAIRN_RETURN_IF_ERROR(
+      node_->records->DropAttribute(db, table, attribute, /*in_background=*/true).status());
   return JsonReply(Message(absl::StrCat("successfully deleted attribute '", attribute, "'")));
 }
 

@@ -59,6 +59,7 @@ std::vector<std::string> SchemaDatabases(const catalog::CatalogSnapshot& snap) {
   absl::btree_set<std::string> names;
   for (const auto& [name, db] : snap.databases) names.insert(name);
   for (const auto& [key, time] : snap.markers) names.insert(key.first);
+  for (const auto& [key, stamps] : snap.attribute_markers) names.insert(key.first);  // C15
   return {names.begin(), names.end()};
 }
 

@@ -40,7 +40,8 @@ class Exclusions {
   absl::btree_map<std::string, absl::btree_set<std::string>> tables_;
 };
 
-// Every database a snapshot knows of: live ones and those that only have drop markers left.
+// Every database a snapshot knows of: live ones and those that only have drop markers or
+// attribute markers left.
 std::vector<std::string> SchemaDatabases(const catalog::CatalogSnapshot& snap);
 
 // What a DbSchema for one peer holds.

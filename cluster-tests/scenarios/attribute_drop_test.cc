@@ -1,6 +1,7 @@
 // Attribute drops converge across real processes (SPEC C15, design 0010): the issue's
 // reproduction with a node added later, concurrent drops of one attribute, a drop racing a
 // peer's drop of the table, and a crash at each step of a strip.
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -171,6 +172,10 @@ struct CrashCase {
   const char* dropping;  // the node asked to drop y
 };
 
+void PrintTo(const CrashCase& k, std::ostream* os) {
+  *os << k.point << " on " << k.crashing << ", drop on " << k.dropping;
+}
+
 class AttributeDropCrashTest : public AttributeDropTest,
                                public ::testing::WithParamInterface<CrashCase> {};
 
@@ -178,10 +183,10 @@ TEST_P(AttributeDropCrashTest, C15_ACrashAtAStripStepConvergesAfterARestart) {
   const CrashCase& k = GetParam();
   ASSERT_NO_FATAL_FAILURE(SetUpPeople(1000));
   ASSERT_OK(cluster().SetFault(k.crashing, absl::StrCat(k.point, "=crash")));
+  // The node asked answers once the drop is durable, its strip running in the background:
+  // its own crash may come before or after the answer.
   HttpAnswer a = cluster().Op(k.dropping, DropY());
-  if (std::string(k.crashing) == k.dropping) {
-    EXPECT_EQ(a.status, 0) << "the drop should have crashed " << k.crashing << ": " << a.body;
-  } else {
+  if (std::string(k.crashing) != k.dropping) {
     EXPECT_EQ(a.status, 200) << a.body;
   }
   CAIRN_ASSIGN_OR_FAIL(int code, cluster().WaitExit(k.crashing, absl::Seconds(60)));

@@ -206,5 +206,33 @@ TEST_F(AttributeMarkerTest, C15_APeerDefinitionOlderThanTheMarkerDoesNotAddTheAt
   EXPECT_THAT(a->Attributes("shop", "people"), Contains("y"));
 }
 
+// C15 with R16: b's clock runs 200 ms ahead (within the bound). b creates z; a learns of it
+// and drops it at once. The drop is stamped after z's creation (a's clock observed it), so
+// b removes z too and z does not come back to a with b's next definition.
+TEST_F(AttributeMarkerTest, C15_ADropIsStampedAfterTheAttributeItDrops) {
+  OffsetClock ahead;
+  ahead.set_offset(absl::Milliseconds(200));
+  auto a = NewNode("a");
+  auto b = std::make_unique<TestNode>("b", dir_.Sub("b"), "s3cret");
+  b->set_clock(&ahead);
+  b->Start();
+  a->Route(*b);
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "people", {"x"})));
+  ASSERT_EVENTUALLY([&] { ASSERT_NE(b->Table("shop", "people"), nullptr); });
+  ASSERT_OK(b->catalog().CreateAttribute("shop", "people", {"z", catalog::v1::STRING, true}));
+  ASSERT_EVENTUALLY([&] { ASSERT_THAT(a->Attributes("shop", "people"), Contains("z")); });
+  const Hlc created = a->Table("shop", "people")->FindAttribute("z")->created_time;
+  absl::StatusOr<Hlc> dropped = a->records().DropAttribute("shop", "people", "z");
+  ASSERT_OK(dropped);
+  EXPECT_GT(*dropped, created);
+  ASSERT_EVENTUALLY([&] { ASSERT_THAT(b->Attributes("shop", "people"), Not(Contains("z"))); });
+  // Another schema change on b makes b send its definition again; once a has it, z must
+  // still be gone there.
+  ASSERT_OK(b->catalog().CreateTable(Spec("shop", "later", {"x"})));
+  ASSERT_EVENTUALLY([&] { ASSERT_NE(a->Table("shop", "later"), nullptr); });
+  EXPECT_THAT(a->Attributes("shop", "people"), Not(Contains("z")));
+  EXPECT_THAT(b->Attributes("shop", "people"), Not(Contains("z")));
+}
+
 }  // namespace
 }  // namespace cairn::replication
