@@ -81,8 +81,8 @@ struct NodeConfig {
   bool metrics_require_auth = false;
   // Bounded work per request: a table's attributes from local changes (CatalogOptions).
   size_t max_attributes_per_table = 1000;
-  uint64_t strip_rate =
-      20'000;  // C15: rows/s a strip of dropped attribute values reads; 0: no limit
+  // C15: rows/s a strip of dropped attribute values reads; 0: no limit.
+  uint64_t strip_rate = 5'000;
   std::string log_level = "info";
 };
 

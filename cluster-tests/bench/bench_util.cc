@@ -80,6 +80,35 @@ nlohmann::json BenchRecord(uint64_t id) {
           {"qty", static_cast<int64_t>(id % 97)}};
 }
 
+uint64_t InsertUntil(const Target& node, const std::string& table, std::atomic<uint64_t>* next,
+                     const std::atomic<bool>& stop, int clients,
+                     const std::function<nlohmann::json(uint64_t)>& record) {
+  std::atomic<uint64_t> written{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < clients; ++t) {
+    threads.emplace_back([&] {
+      auto c = NewClient(node);
+      while (!stop.load()) {
+        const uint64_t from = next->fetch_add(100);
+        nlohmann::json records = nlohmann::json::array();
+        for (uint64_t id = from; id < from + 100; ++id) records.push_back(record(id));
+        std::string body;
+        if (!Post(c.get(),
+                  {{"operation", "insert"},
+                   {"database", "bench"},
+                   {"table", table},
+                   {"records", std::move(records)}},
+                  &body)) {
+          Die("insert: " + body);
+        }
+        written.fetch_add(100);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return written.load();
+}
+
 void CreateTable(const Target& node, const std::string& table) {
   auto c = NewClient(node);
   std::string body;

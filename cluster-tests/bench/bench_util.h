@@ -60,6 +60,12 @@ nlohmann::json CreateBenchTable(const std::string& table);
 nlohmann::json BenchRecord(uint64_t id);
 // Creates bench.<table> on `node`, or dies.
 void CreateTable(const Target& node, const std::string& table);
+
+// Inserts batches of 100 new records, ids taken from `next`, into bench.`table` on `clients`
+// threads until `stop`; `record(id)` makes each. Returns the records written.
+uint64_t InsertUntil(const Target& node, const std::string& table, std::atomic<uint64_t>* next,
+                     const std::atomic<bool>& stop, int clients,
+                     const std::function<nlohmann::json(uint64_t)>& record = BenchRecord);
 // Inserts ids [first, first + n) into bench.<table> on `node` in batches of 100 from
 // `clients` threads, or dies.
 void InsertAll(const Target& node, const std::string& table, uint64_t first, uint64_t n,

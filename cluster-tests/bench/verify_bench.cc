@@ -54,37 +54,6 @@ VerifyRun VerifyOnce(const Target& node) {
   return run;
 }
 
-// Inserts new ids from `next` on from `clients` threads until `stop`; rows written.
-uint64_t InsertUntil(const Target& node, std::atomic<uint64_t>* next, const std::atomic<bool>& stop,
-                     int clients) {
-  std::atomic<uint64_t> written{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < clients; ++t) {
-    threads.emplace_back([&] {
-      auto c = NewClient(node);
-      while (!stop.load()) {
-        const uint64_t from = next->fetch_add(100);
-        json records = json::array();
-        for (uint64_t id = from; id < from + 100; ++id) {
-          records.push_back(cairn::bench::BenchRecord(id));
-        }
-        std::string body;
-        if (!cairn::bench::Post(c.get(),
-                                {{"operation", "insert"},
-                                 {"database", "bench"},
-                                 {"table", kTable},
-                                 {"records", std::move(records)}},
-                                &body)) {
-          Die("insert: " + body);
-        }
-        written.fetch_add(100);
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  return written.load();
-}
-
 void SetFault(const Target& node, const std::string& spec) {
   auto c = NewClient(node);
   if (PostJson(c.get(), {{"operation", "set_fault"}, {"fault", spec}}).is_null()) {
@@ -165,7 +134,7 @@ int main(int argc, char** argv) {
     absl::SleepFor(absl::Seconds(seconds));
     stop = true;
   });
-  const uint64_t alone = InsertUntil(n1, &next, stop, 4);
+  const uint64_t alone = cairn::bench::InsertUntil(n1, kTable, &next, stop, 4);
   timer.join();
   stop = false;
   std::atomic<int> verifies{0};
@@ -179,7 +148,7 @@ int main(int argc, char** argv) {
     absl::SleepFor(absl::Seconds(seconds));
     stop = true;
   });
-  const uint64_t during = InsertUntil(n1, &next, stop, 4);
+  const uint64_t during = cairn::bench::InsertUntil(n1, kTable, &next, stop, 4);
   timer2.join();
   verifier.join();
   const double share = alone == 0 ? 0 : static_cast<double>(during) / static_cast<double>(alone);
