@@ -7,11 +7,15 @@
 #include "catalog/names.h"
 #include "common/status.h"
 #include "spdlog/spdlog.h"
+#include "storage/keys.h"
 
 namespace cairn::catalog {
 
 using internal::BuildAttributes;
+using internal::PutProto;
 using internal::Qualified;
+using internal::ToRow;
+using storage::Cf;
 
 // ---------------------------------------------------------------------------------------------
 // Peer definitions (C4, C5, C6, C11).
@@ -107,6 +111,11 @@ absl::Status Catalog::ApplyPeerTable(const PeerTableDef& peer) {
                    peer.schema_defined ? "true" : "false");
   }
   std::vector<AttributeSpec> added;
+  // C15 (decision 102): an attribute's stamp is the newest any node gave it, so that a marker
+  // removes it on every node or on none. A peer that created it after a marker keeps it; so
+  // must this node, or its rows bring it back as another attribute (decision 5) of another
+  // type, which C4 then keeps apart for good.
+  std::vector<std::pair<std::string, Hlc>> restamp;
   for (const AttributeSpec& a : peer.attributes) {
     const AttributeDef* local = def->FindAttribute(a.name);
     if (local == nullptr) {
@@ -114,6 +123,9 @@ absl::Status Catalog::ApplyPeerTable(const PeerTableDef& peer) {
       continue;
     }
     if (local->is_primary_key) continue;
+    if (a.created_time.value_or(0) > local->created_time) {
+      restamp.emplace_back(a.name, *a.created_time);
+    }
     if (local->type != a.type) {
       LogDiscardOnce(def, a.name, "type", AttributeTypeName(local->type),
                      AttributeTypeName(a.type));
@@ -123,8 +135,23 @@ absl::Status Catalog::ApplyPeerTable(const PeerTableDef& peer) {
                      a.indexed ? "true" : "false");
     }
   }
+  TableRef current = def;
+  if (!restamp.empty()) {
+    std::vector<AttributeDef> attributes = def->attributes();
+    rocksdb::WriteBatch batch;
+    for (AttributeDef& a : attributes) {
+      for (const auto& [name, stamp] : restamp) {
+        if (a.name != name) continue;
+        a.created_time = stamp;
+        PutProto(engine_, &batch, Cf::kCatalog, storage::AttributeKey(def->generation_id(), a.name),
+                 ToRow(a));
+      }
+    }
+    CAIRN_ASSIGN_OR_RETURN(
+        current, ReplaceDefinition(lock, def, def->row(), std::move(attributes), &batch, nullptr));
+  }
   if (added.empty()) return absl::OkStatus();
-  return AddAttributes(lock, def, added, v1::CLUSTER).status();
+  return AddAttributes(lock, current, added, v1::CLUSTER).status();
 }
 
 }  // namespace cairn::catalog

@@ -234,5 +234,44 @@ TEST_F(AttributeMarkerTest, C15_ADropIsStampedAfterTheAttributeItDrops) {
   EXPECT_THAT(b->Attributes("shop", "people"), Not(Contains("z")));
 }
 
+// C15 with C4 (decision 102): c holds y from the old generation (older than a's drop of it)
+// and learns from b — which re-created the table after the drop — a y newer than the drop
+// before the drop itself reaches c. c keeps y (its stamp is the newer one), so the nodes end
+// with one y of one type: c does not lose it to the marker and get it back from b's rows as
+// an attribute of another type (found by a fresh seed of the random schedule).
+TEST_F(AttributeMarkerTest, C15_AnAttributeNewerOnAnyNodeSurvivesTheMarkerEverywhere) {
+  auto a = NewNode("a"), b = NewNode("b"), c = NewNode("c");
+  a->Route(*b);
+  b->Route(*c);
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "people", {"x", "y"})));
+  Upsert(a.get(), People(0, 20, "old"));
+  ExpectConverged({a.get(), b.get(), c.get()}, 20);
+
+  a->Isolate();
+  absl::StatusOr<Hlc> dropped = a->records().DropAttribute("shop", "people", "y");
+  ASSERT_OK(dropped);
+  WaitPast(*dropped);
+  // b drops its copy locally (no marker) and creates the table again: y newer than the drop.
+  ASSERT_OK(b->catalog().DropTable("shop", "people", /*timed=*/false));
+  ASSERT_OK(b->catalog().CreateTable(Spec("shop", "people", {"x", "y"})));
+  Upsert(b.get(), People(100, 110, "new"));
+  ASSERT_EVENTUALLY([&] {
+    const catalog::AttributeDef* y = c->Table("shop", "people")->FindAttribute("y");
+    ASSERT_NE(y, nullptr);
+    ASSERT_GE(y->created_time, *dropped);
+  });
+  a->Start();
+  ASSERT_EVENTUALLY([&] {
+    for (TestNode* n : {a.get(), b.get(), c.get()}) {
+      ASSERT_EQ(n->Table("shop", "people")->attribute_markers().count("y"), 1u) << n->name();
+      const catalog::AttributeDef* y = n->Table("shop", "people")->FindAttribute("y");
+      ASSERT_NE(y, nullptr) << n->name();
+      ASSERT_EQ(y->type, catalog::v1::STRING) << n->name();
+      ASSERT_EQ(Found(*n, "y", "new"), 10u) << n->name();
+      ASSERT_EQ(RowsHolding(*n, "\"old\""), 0u) << n->name();
+    }
+  });
+}
+
 }  // namespace
 }  // namespace cairn::replication
