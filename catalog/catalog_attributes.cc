@@ -89,22 +89,20 @@ absl::StatusOr<TableRef> Catalog::AddAttributes(const DatabaseLock& lock, const 
   // are dropped ones (a strip removes any left); newer ones may sit in rows already (written
   // here under the old attribute while the marker was on its way, which then removed the
   // attribute and its index): the same scan indexes those under the new attribute.
-  bool strip = false;
+  std::vector<std::pair<std::string, Hlc>> restrips;  // new attribute -> its name's marker
+  for (size_t i = live->attributes().size(); i < attributes.size(); ++i) {
+    auto m = live->attribute_markers().find(attributes[i].name);
+    if (m != live->attribute_markers().end()) restrips.emplace_back(m->first, m->second);
+  }
   auto restrip = [&](rocksdb::WriteBatch* b, AttributeStamps* stripping,
                      AttributeStamps*) -> absl::Status {
-    for (size_t i = live->attributes().size(); i < attributes.size(); ++i) {
-      auto m = live->attribute_markers().find(attributes[i].name);
-      if (m == live->attribute_markers().end()) continue;
-      AddPendingStrip(*live, attributes[i].name, m->second, b, stripping);
-      strip = true;
-    }
+    for (const auto& [name, marker] : restrips) AddPendingStrip(*live, name, marker, b, stripping);
     return absl::OkStatus();
   };
-  // `attributes` is moved below; the fenced step runs first and reads the new ones.
-  std::vector<AttributeDef> next = attributes;
+  const bool strip = !restrips.empty();
   CAIRN_ASSIGN_OR_RETURN(
-      TableRef def,
-      ReplaceDefinition(lock, live, std::move(row), std::move(next), &batch, nullptr, restrip));
+      TableRef def, ReplaceDefinition(lock, live, std::move(row), std::move(attributes), &batch,
+                                      nullptr, restrip));
   if (strip) StripsPending();
   return def;
 }

@@ -80,6 +80,23 @@ nlohmann::json BenchRecord(uint64_t id) {
           {"qty", static_cast<int64_t>(id % 97)}};
 }
 
+namespace {
+
+// One insert of `records` into bench.<table>, or dies naming the table.
+void InsertOrDie(httplib::Client* c, const std::string& table, nlohmann::json records) {
+  std::string body;
+  if (!Post(c,
+            {{"operation", "insert"},
+             {"database", "bench"},
+             {"table", table},
+             {"records", std::move(records)}},
+            &body)) {
+    Die("insert into " + table + ": " + body);
+  }
+}
+
+}  // namespace
+
 uint64_t InsertUntil(const Target& node, const std::string& table, std::atomic<uint64_t>* next,
                      const std::atomic<bool>& stop, int clients,
                      const std::function<nlohmann::json(uint64_t)>& record) {
@@ -92,15 +109,7 @@ uint64_t InsertUntil(const Target& node, const std::string& table, std::atomic<u
         const uint64_t from = next->fetch_add(100);
         nlohmann::json records = nlohmann::json::array();
         for (uint64_t id = from; id < from + 100; ++id) records.push_back(record(id));
-        std::string body;
-        if (!Post(c.get(),
-                  {{"operation", "insert"},
-                   {"database", "bench"},
-                   {"table", table},
-                   {"records", std::move(records)}},
-                  &body)) {
-          Die("insert: " + body);
-        }
+        InsertOrDie(c.get(), table, std::move(records));
         written.fetch_add(100);
       }
     });
@@ -130,15 +139,7 @@ void InsertAll(const Target& node, const std::string& table, uint64_t first, uin
         for (uint64_t id = from; id < std::min(end, from + 100); ++id) {
           records.push_back(BenchRecord(id));
         }
-        std::string body;
-        if (!Post(c.get(),
-                  {{"operation", "insert"},
-                   {"database", "bench"},
-                   {"table", table},
-                   {"records", std::move(records)}},
-                  &body)) {
-          Die("insert into " + table + ": " + body);
-        }
+        InsertOrDie(c.get(), table, std::move(records));
       }
     });
   }
