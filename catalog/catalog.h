@@ -72,6 +72,9 @@ struct AttributeSpec {
   // C15: a peer definition's stamp of the attribute (0: the peer sent none). Unset: the
   // catalog stamps it (Catalog::FreshAttributeStamp); local changes always leave it unset.
   std::optional<Hlc> created_time;
+  // A field of a peer's record, or a peer's attribute made from one: added with origin
+  // PEER_RECORD, whose type and index a declared peer definition replaces (decision 103).
+  bool provisional = false;
 };
 
 // A local create_table (C3).
@@ -256,6 +259,8 @@ class Catalog {
   // `batch`.
   std::vector<AttributeDef> WithoutAttribute(const TableDef& live, const AttributeDef& a,
                                              rocksdb::WriteBatch* batch);
+  // Adds the removal of attribute `a`'s index entries in `generation` to `batch`.
+  void DeleteIndexOf(uint64_t generation, const AttributeDef& a, rocksdb::WriteBatch* batch);
   // Records in `batch` and `stripping` a pending strip of `name`'s values older than `stamp`
   // (the later of it and one already pending: it covers both).
   void AddPendingStrip(const TableDef& live, const std::string& name, Hlc stamp,

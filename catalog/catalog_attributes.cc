@@ -69,7 +69,7 @@ absl::StatusOr<TableRef> Catalog::AddAttributes(const DatabaseLock& lock, const 
     a.type = s.type;
     a.indexed = s.indexed;
     a.id = next_id++;
-    a.origin = origin;
+    a.origin = s.provisional ? v1::PEER_RECORD : origin;
     if (origin == v1::CLUSTER && s.created_time.has_value()) {
       a.created_time = *s.created_time;  // a peer definition's stamp (C15)
     } else {
@@ -284,16 +284,21 @@ std::vector<AttributeDef> Catalog::WithoutAttribute(const TableDef& live, const 
   const uint64_t generation = live.generation_id();
   batch->Delete(engine_->cf(Cf::kCatalog), ToSlice(storage::AttributeKey(generation, a.name)))
       .PermitUncheckedError();
-  // The attribute's index entries: one range. Its id is never reused (next_attribute_id).
-  const std::string begin = storage::IndexAttributePrefix(generation, a.id);
-  const std::string end = storage::IndexAttributePrefix(generation, a.id + 1);
-  batch->DeleteRange(engine_->cf(Cf::kIndexes), ToSlice(begin), ToSlice(end))
-      .PermitUncheckedError();
+  DeleteIndexOf(generation, a, batch);
   std::vector<AttributeDef> attributes;
   for (const AttributeDef& x : live.attributes()) {
     if (x.name != a.name) attributes.push_back(x);
   }
   return attributes;
+}
+
+void Catalog::DeleteIndexOf(uint64_t generation, const AttributeDef& a,
+                            rocksdb::WriteBatch* batch) {
+  // One range. An attribute id is never reused (next_attribute_id).
+  const std::string begin = storage::IndexAttributePrefix(generation, a.id);
+  const std::string end = storage::IndexAttributePrefix(generation, a.id + 1);
+  batch->DeleteRange(engine_->cf(Cf::kIndexes), ToSlice(begin), ToSlice(end))
+      .PermitUncheckedError();
 }
 
 void Catalog::AddPendingStrip(const TableDef& live, const std::string& name, Hlc stamp,

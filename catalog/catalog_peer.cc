@@ -1,4 +1,5 @@
 // Catalog: peer definitions (SPEC C4, C5, C6, C11, C15). See catalog.cc for the rest.
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -111,11 +112,16 @@ absl::Status Catalog::ApplyPeerTable(const PeerTableDef& peer) {
                    peer.schema_defined ? "true" : "false");
   }
   std::vector<AttributeSpec> added;
-  // C15 (decision 102): an attribute's stamp is the newest any node gave it, so that a marker
-  // removes it on every node or on none. A peer that created it after a marker keeps it; so
-  // must this node, or its rows bring it back as another attribute (decision 5) of another
-  // type, which C4 then keeps apart for good.
-  std::vector<std::pair<std::string, Hlc>> restamp;
+  // Attributes rewritten in place (same id, same values). C15 (decision 102): an attribute's
+  // stamp is the newest any node gave it, so that a marker removes it on every node or on
+  // none. A peer that created it after a marker keeps it; so must this node, or its rows
+  // bring it back as another attribute (decision 5) of another type. Decision 103: an
+  // attribute made here for a field of a peer's record takes the type and index of the
+  // first declared definition of it, so that no node keeps decision 5's guess while its
+  // peers hold the declared one. Declared attributes are never redefined (C4).
+  std::vector<AttributeDef> attributes = def->attributes();
+  rocksdb::WriteBatch batch;
+  bool rewritten = false;
   for (const AttributeSpec& a : peer.attributes) {
     const AttributeDef* local = def->FindAttribute(a.name);
     if (local == nullptr) {
@@ -123,30 +129,38 @@ absl::Status Catalog::ApplyPeerTable(const PeerTableDef& peer) {
       continue;
     }
     if (local->is_primary_key) continue;
-    if (a.created_time.value_or(0) > local->created_time) {
-      restamp.emplace_back(a.name, *a.created_time);
-    }
-    if (local->type != a.type) {
-      LogDiscardOnce(def, a.name, "type", AttributeTypeName(local->type),
-                     AttributeTypeName(a.type));
-    }
-    if (local->indexed != a.indexed) {
-      LogDiscardOnce(def, a.name, "indexed", local->indexed ? "true" : "false",
-                     a.indexed ? "true" : "false");
-    }
-  }
-  TableRef current = def;
-  if (!restamp.empty()) {
-    std::vector<AttributeDef> attributes = def->attributes();
-    rocksdb::WriteBatch batch;
-    for (AttributeDef& a : attributes) {
-      for (const auto& [name, stamp] : restamp) {
-        if (a.name != name) continue;
-        a.created_time = stamp;
-        PutProto(engine_, &batch, Cf::kCatalog, storage::AttributeKey(def->generation_id(), a.name),
-                 ToRow(a));
+    AttributeDef next = *local;
+    next.created_time = std::max(next.created_time, a.created_time.value_or(0));
+    if (local->origin == v1::PEER_RECORD && !a.provisional) {
+      next.type = a.type;
+      next.indexed = a.indexed;
+      next.origin = v1::CLUSTER;
+      if (local->indexed && !a.indexed) DeleteIndexOf(def->generation_id(), *local, &batch);
+      spdlog::info(
+          "[{}] {}.{} is {}{} as a peer declared it (it was made for a field of a "
+          "peer's record; decision 103)",
+          options_.node_name, def->QualifiedName(), a.name, std::string(AttributeTypeName(a.type)),
+          a.indexed ? ", indexed" : "");
+    } else if (!a.provisional) {  // a peer's guess is no redefinition
+      if (local->type != a.type) {
+        LogDiscardOnce(def, a.name, "type", AttributeTypeName(local->type),
+                       AttributeTypeName(a.type));
+      }
+      if (local->indexed != a.indexed) {
+        LogDiscardOnce(def, a.name, "indexed", local->indexed ? "true" : "false",
+                       a.indexed ? "true" : "false");
       }
     }
+    if (next.created_time == local->created_time && next.origin == local->origin) continue;
+    for (AttributeDef& x : attributes) {
+      if (x.name == next.name) x = next;
+    }
+    PutProto(engine_, &batch, Cf::kCatalog, storage::AttributeKey(def->generation_id(), next.name),
+             ToRow(next));
+    rewritten = true;
+  }
+  TableRef current = def;
+  if (rewritten) {
     CAIRN_ASSIGN_OR_RETURN(
         current, ReplaceDefinition(lock, def, def->row(), std::move(attributes), &batch, nullptr));
   }

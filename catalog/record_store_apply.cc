@@ -142,7 +142,9 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
             auto& m = missing[e.table()];
             if (std::none_of(m.begin(), m.end(),
                              [&](const AttributeSpec& a) { return a.name == name; })) {
-              m.push_back({name, v1::ANY, true});
+              AttributeSpec spec(name, v1::ANY, /*indexed=*/true);
+              spec.provisional = true;  // until a peer's definition says what it is (103)
+              m.push_back(std::move(spec));
             }
           }
         }

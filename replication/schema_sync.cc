@@ -82,7 +82,10 @@ peer::v1::DbSchema BuildDbSchema(const catalog::CatalogSnapshot& snap, absl::str
         pa->set_name(a.name);
         pa->set_type(a.type);
         pa->set_indexed(a.indexed);
-        if (options.attribute_markers) pa->set_created_time(a.created_time);
+        if (options.attribute_markers) {
+          pa->set_created_time(a.created_time);
+          pa->set_provisional(a.origin == catalog::v1::PEER_RECORD);  // decision 103
+        }
       }
     }
   }
@@ -217,7 +220,9 @@ absl::Status ApplyDbSchema(catalog::Catalog* catalog, catalog::RecordStore* reco
       catalog::AttributeType type = a.type();
       if (type == catalog::v1::ATTRIBUTE_TYPE_UNSPECIFIED) type = catalog::v1::ANY;
       // C15: the peer's stamp, 0 when it sent none (older than every attribute marker).
-      def.attributes.push_back({a.name(), type, a.indexed(), a.created_time()});
+      catalog::AttributeSpec spec(a.name(), type, a.indexed(), a.created_time());
+      spec.provisional = a.provisional();  // decision 103
+      def.attributes.push_back(std::move(spec));
     }
     absl::Status s = catalog->ApplyPeerTable(def);
     if (GetErrorCode(s) == ErrorCode::kTableGenerationDropped) {

@@ -83,7 +83,7 @@ absl::StatusOr<std::vector<AttributeDef>> BuildAttributes(absl::string_view prim
     a.type = s.type;
     a.indexed = s.indexed;
     a.id = next_id++;
-    a.origin = origin;
+    a.origin = s.provisional ? v1::PEER_RECORD : origin;
     a.created_time = s.created_time.value_or(0);
     out.push_back(std::move(a));
   }

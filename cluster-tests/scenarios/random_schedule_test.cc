@@ -497,10 +497,15 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
 // 1796158924919796323: rule (8) after the heal: n4's Verify call to n5 failed fast on a
 //   channel still backing off from n5's crash while their link (dialed by n5) was up; the
 //   call now waits for the channel like a forwarded drop does (issue 20).
+// 1796171581406606060, 1796173840447304457: an attribute of two types after the heal (Any,
+//   indexed on nodes that had received peers' rows carrying it before its definition; String
+//   where it was declared). Decision 103; AttributeMarkerTest.Decision103_* (issue 21).
 INSTANTIATE_TEST_SUITE_P(Seeds, RandomScheduleTest,
                          ::testing::Values(1, 2, 3, 4, 5, uint64_t{1796127316251673017u},
                                            uint64_t{1796127829290826512u},
-                                           uint64_t{1796158924919796323u}));
+                                           uint64_t{1796158924919796323u},
+                                           uint64_t{1796171581406606060u},
+                                           uint64_t{1796173840447304457u}));
 
 }  // namespace
 }  // namespace cairn::harness

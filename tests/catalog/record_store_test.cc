@@ -671,9 +671,51 @@ TEST_F(RecordStoreTest, C4_PeerRecordFieldsBecomeAttributes) {
   ASSERT_OK(Apply({Put("t", 1, 100, "p", gen, {{"id", 1}, {"a", "x"}, {"peer_only", "y"}})}));
   const AttributeDef* added = Live("db", "t")->FindAttribute("peer_only");
   ASSERT_NE(added, nullptr);
-  EXPECT_EQ(added->origin, v1::CLUSTER);
+  EXPECT_EQ(added->origin, v1::PEER_RECORD);  // provisional (decision 103)
   EXPECT_EQ(By("t", "peer_only", "y").size(), 1u);
   ExpectIndexConsistent("t");
+}
+
+// Decision 103: the attribute a peer's record made is decision 5's guess (Any, indexed). The
+// first declared peer definition of it gives it its type and index, here and on every node
+// (C4 would otherwise keep the guess here and the declared type on the peers for good); a
+// provisional peer definition, or a later declared one, changes nothing; it stays so across
+// a restart.
+TEST_F(RecordStoreTest, Decision103_APeerDefinitionDeclaresAnAttributeAPeerRecordMade) {
+  ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"a"})));
+  const Hlc gen = Live("db", "t")->created_time();
+  ASSERT_OK(Apply({Put("t", 1, 100, "p", gen, {{"id", 1}, {"a", "x"}, {"name", "y"}})}));
+  ASSERT_EQ(Live("db", "t")->FindAttribute("name")->origin, v1::PEER_RECORD);
+  const uint32_t id = Live("db", "t")->FindAttribute("name")->id;
+
+  auto peer_def = [&](AttributeType type, bool indexed, bool provisional) {
+    AttributeSpec name("name", type, indexed, gen + 5);
+    name.provisional = provisional;
+    return PeerTableDef{"db", "t", gen, "id", {AttributeSpec("a"), name}, true};
+  };
+  ASSERT_OK(catalog().ApplyPeerTable(peer_def(v1::ANY, true, /*provisional=*/true)));
+  EXPECT_EQ(Live("db", "t")->FindAttribute("name")->origin, v1::PEER_RECORD);
+
+  ASSERT_OK(catalog().ApplyPeerTable(peer_def(v1::STRING, false, /*provisional=*/false)));
+  auto expect_declared = [&] {
+    const AttributeDef* name = Live("db", "t")->FindAttribute("name");
+    ASSERT_NE(name, nullptr);
+    EXPECT_EQ(name->type, v1::STRING);
+    EXPECT_FALSE(name->indexed);
+    EXPECT_EQ(name->origin, v1::CLUSTER);
+    EXPECT_EQ(name->id, id);                     // the same attribute: its values stay
+    EXPECT_EQ(By("t", "name", "y").size(), 1u);  // by scan now
+    ExpectIndexConsistent("t");                  // its index entries went with the setting
+  };
+  expect_declared();
+  ASSERT_OK(catalog().ApplyPeerTable(peer_def(v1::ANY, true, /*provisional=*/true)));
+  ASSERT_OK(catalog().ApplyPeerTable(peer_def(v1::INT, true, /*provisional=*/false)));  // C4
+  expect_declared();
+  // Local writes are checked against the declared type.
+  EXPECT_THAT(Write("t", json::array({{{"id", 2}, {"a", "x"}, {"name", 3}}}), WriteMode::kInsert),
+              HasErrorCode(ErrorCode::kTypeMismatch));
+  ASSERT_OK(Reopen());
+  expect_declared();
 }
 
 // D7: every stored row keeps its row generation, the created_time of the generation it was

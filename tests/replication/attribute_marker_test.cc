@@ -273,5 +273,53 @@ TEST_F(AttributeMarkerTest, C15_AnAttributeNewerOnAnyNodeSurvivesTheMarkerEveryw
   });
 }
 
+// Decision 103: an attribute a node made for a field of a peer's record (decision 5: Any,
+// indexed) is provisional, on that node and on every node its definition reaches; the first
+// declared definition of it that arrives gives it its type and index there, and that node's
+// next definition carries it on. Without this, C4 would keep the guess on some nodes and the
+// declared type on others for good (found by fresh seeds of the random schedule, where a
+// marker had removed the attribute on a node that then received rows carrying it).
+TEST_F(AttributeMarkerTest, Decision103_AnAttributeMadeForAPeerRecordTakesTheDeclaredType) {
+  auto a = NewNode("a"), c = NewNode("c");
+  a->Route(*c);
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "people", {"x"})));
+  const Hlc created = a->Table("shop", "people")->created_time();
+  ASSERT_EVENTUALLY([&] { ASSERT_NE(c->Table("shop", "people"), nullptr); });
+  // What a peer's row carrying y does on a (decision 5), as a peer's definition would carry
+  // it on. c adds y from a's definition (C4), provisional too; d, added later, creates the
+  // table from it (C5), y provisional too.
+  catalog::AttributeSpec guess("y", catalog::v1::ANY, /*indexed=*/true, a->node_hlc_now());
+  guess.provisional = true;
+  ASSERT_OK(a->catalog().ApplyPeerTable(
+      {"shop", "people", created, "id", {{"x", catalog::v1::STRING, true, created}, guess}, true}));
+  auto d = NewNode("d");
+  d->Route(*a);
+  for (TestNode* n : {c.get(), d.get()}) {
+    ASSERT_EVENTUALLY([&] {
+      ASSERT_NE(n->Table("shop", "people"), nullptr) << n->name();
+      const catalog::AttributeDef* y = n->Table("shop", "people")->FindAttribute("y");
+      ASSERT_NE(y, nullptr) << n->name();
+      ASSERT_EQ(y->origin, catalog::v1::PEER_RECORD) << n->name();
+    });
+  }
+  Upsert(a.get(), json::array({{{"id", "p1"}, {"x", "x1"}, {"y", "v"}}}));
+  // b declares y (String, not indexed) in a table of the same name: the same table (C8,
+  // no marker between them) whose definition reaches a, then c and d through a.
+  auto b = NewNode("b");
+  ASSERT_OK(b->catalog().CreateTable(Spec("shop", "people", {"x"})));
+  ASSERT_OK(b->catalog().CreateAttribute("shop", "people", {"y", catalog::v1::STRING, false}));
+  b->Route(*a);
+  ASSERT_EVENTUALLY([&] {
+    for (TestNode* n : {a.get(), b.get(), c.get(), d.get()}) {
+      const catalog::AttributeDef* y = n->Table("shop", "people")->FindAttribute("y");
+      ASSERT_NE(y, nullptr) << n->name();
+      ASSERT_EQ(y->type, catalog::v1::STRING) << n->name();
+      ASSERT_FALSE(y->indexed) << n->name();
+      ASSERT_NE(y->origin, catalog::v1::PEER_RECORD) << n->name();
+      ASSERT_EQ(Found(*n, "y", "v"), 1u) << n->name();
+    }
+  });
+}
+
 }  // namespace
 }  // namespace cairn::replication
