@@ -131,7 +131,11 @@ absl::Status Catalog::ApplyPeerTable(const PeerTableDef& peer) {
     if (local->is_primary_key) continue;
     AttributeDef next = *local;
     next.created_time = std::max(next.created_time, a.created_time.value_or(0));
-    if (local->origin == v1::PEER_RECORD && !a.provisional) {
+    // Declared by the peer: not a guess, not the peer's primary key (a table created
+    // concurrently with another key, C4), and not an attribute a marker held here dropped
+    // (a peer that has not applied the marker yet still lists it).
+    if (local->origin == v1::PEER_RECORD && !a.provisional && a.name != peer.primary_key &&
+        !dropped_here(a)) {
       next.type = a.type;
       next.indexed = a.indexed;
       next.origin = v1::CLUSTER;

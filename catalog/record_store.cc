@@ -88,6 +88,19 @@ absl::StatusOr<TableRef> RecordStore::Refresh(const TableRef& def) const {
   return live;
 }
 
+absl::StatusOr<RecordStore::LockedDef> RecordStore::LockCurrent(const TableRef& def) const {
+  for (int attempt = 0; attempt < kMaxSchemaRetries; ++attempt) {
+    CAIRN_ASSIGN_OR_RETURN(TableRef current, Refresh(def));
+    CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kRefreshBeforeLock));
+    auto schema = std::make_unique<absl::ReaderMutexLock>(&current->state()->schema_mu());
+    if (internal::SchemaIsCurrentUnderDynamicLock(*current)) {
+      return LockedDef{std::move(current), std::move(schema)};
+    }
+  }
+  return absl::AbortedError(absl::StrCat("the schema of ", def->QualifiedName(),
+                                         " kept changing during a maintenance scan; retry"));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Local writes.
 

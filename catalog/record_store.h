@@ -210,6 +210,16 @@ class RecordStore {
   absl::StatusOr<TableRef> Resolve(absl::string_view db, absl::string_view table) const;
   // Re-reads `def`'s generation from the current snapshot after a schema change.
   absl::StatusOr<TableRef> Refresh(const TableRef& def) const;
+  // The newest definition of `def`'s generation, with its schema lock held shared until the
+  // result is destroyed, and current under it (GenerationState invariant (1)): no schema
+  // change of the generation commits meanwhile, so index entries and strips made by it stay
+  // exact. For maintenance scans (strips, purges), whose rows were found before a schema
+  // change may have published. TABLE_DROPPING if the generation is gone.
+  struct LockedDef {
+    TableRef def;
+    std::unique_ptr<absl::ReaderMutexLock> schema;
+  };
+  absl::StatusOr<LockedDef> LockCurrent(const TableRef& def) const;
   absl::Status ProjectInto(const TableDef& def, const SearchOptions& options,
                            std::vector<std::string>* fields) const;
 

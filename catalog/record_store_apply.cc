@@ -25,6 +25,7 @@ namespace cairn::catalog {
 using internal::CompareVersions;
 using internal::EmitSlots;
 using internal::LoadSlots;
+using internal::SchemaIsCurrentUnderDynamicLock;
 using internal::Slot;
 using nlohmann::json;
 using storage::Cf;
@@ -35,12 +36,6 @@ using storage::v1::StoredRecord;
 namespace {
 
 constexpr int kMaxSchemaRetries = 64;
-
-// For a caller holding d's schema_mu shared through a lock the analysis cannot follow (one
-// lock per table of a peer batch, held in a vector).
-bool SchemaIsCurrentUnderDynamicLock(const TableDef& d) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-  return d.state()->schema_version() == d.schema_version();
-}
 
 }  // namespace
 
@@ -162,6 +157,7 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
       spdlog::warn("[{}] skipping {} malformed peer entr{} for '{}'", options_.node_name,
                    stats.malformed, stats.malformed == 1 ? "y" : "ies", std::string(db));
     }
+    CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kApplyBeforeAttributes));
     for (auto& [table, specs] : missing) {
       Target& t = *targets[table];
       CAIRN_ASSIGN_OR_RETURN(t.def, catalog_->EnsureAttributes(t.def, specs, v1::CLUSTER));

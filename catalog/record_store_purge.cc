@@ -60,7 +60,12 @@ absl::StatusOr<uint64_t> RecordStore::PurgeRowsBefore(const TableRef& def, Hlc m
     std::vector<std::string> keys;
     for (const Slot& s : slots) keys.push_back(s.key);
     auto guard = latches_.Lock(keys);
-    absl::ReaderMutexLock schema(&def->state()->schema_mu());
+    // Index entries and strips by the definition of now, held until the batch commits: one
+    // published since the purge began may index more, or fewer, attributes (decision 103) or
+    // hold newer markers (C15).
+    CAIRN_ASSIGN_OR_RETURN(LockedDef locked, LockCurrent(def));
+    const TableDef& current = *locked.def;
+    for (Slot& s : slots) s.def = &current;
     CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &slots));
     rocksdb::WriteBatch batch;
     int64_t live_removed = 0;
@@ -110,7 +115,7 @@ absl::StatusOr<uint64_t> RecordStore::PurgeRowsBefore(const TableRef& def, Hlc m
         // A shadow is kept as it was stored: strip it by the markers held now (C15), as
         // every node holding it as its row did.
         json body = best->deleted() ? json() : ParseStored(best->json());
-        if (!best->deleted() && internal::DropStripped(*def, best->version(), &body) > 0) {
+        if (!best->deleted() && internal::DropStripped(current, best->version(), &body) > 0) {
           back.next.set_json(Dump(body));
         }
         back.SetNext(std::move(body));  // after the move
@@ -122,7 +127,7 @@ absl::StatusOr<uint64_t> RecordStore::PurgeRowsBefore(const TableRef& def, Hlc m
       // Nothing to put back: remove it outright. A relayed copy that arrives later is refused
       // by the same rule.
       if (s.original_live) {
-        for (const std::string& k : internal::IndexKeys(*def, s.original_json, s.encoded_pk)) {
+        for (const std::string& k : internal::IndexKeys(current, s.original_json, s.encoded_pk)) {
           batch.Delete(engine_->cf(Cf::kIndexes), ToSlice(k)).PermitUncheckedError();
         }
         ++live_removed;

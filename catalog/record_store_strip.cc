@@ -172,8 +172,10 @@ absl::Status RecordStore::StripAttribute(const TableRef& def, absl::string_view 
     std::vector<std::string> keys;
     for (const Slot& s : slots) keys.push_back(s.key);
     auto guard = latches_.Lock(keys);
-    CAIRN_ASSIGN_OR_RETURN(TableRef current, Refresh(def));
-    absl::ReaderMutexLock schema(&current->state()->schema_mu());
+    // The definition of now, held: a schema change since the scan (the name declared not
+    // indexed, decision 103; removed by a marker) must not find index entries put after it.
+    CAIRN_ASSIGN_OR_RETURN(LockedDef locked, LockCurrent(def));
+    const TableRef& current = locked.def;
     const AttributeDef* now = current->FindAttribute(name);
     const bool reindex = now != nullptr && now->indexed && !now->is_primary_key;
     const std::string own_index =

@@ -23,7 +23,11 @@ inline constexpr char kWriteBeforeCommit[] = "records.write.before_commit";
 inline constexpr char kWriteAfterCommit[] = "records.write.after_commit";
 inline constexpr char kScanRow[] = "records.scan.row";  // each row a search visits
 // catalog/record_store_apply.cc, record_store_strip.cc: peer apply (SPEC D5, C8) and strips
+// resolved, values older than its markers stripped; before peer-only fields become attributes
+inline constexpr char kApplyBeforeAttributes[] = "records.apply.before_attributes";
 inline constexpr char kApplyBeforeLock[] = "records.apply.before_lock";  // resolved, unlocked
+// RecordStore::LockCurrent (strips, purges): the definition read, its schema lock not taken
+inline constexpr char kRefreshBeforeLock[] = "records.refresh.before_lock";
 inline constexpr char kApplyLocked[] =
     "records.apply.locked";  // keys and schemas locked, not committed
 inline constexpr char kStripAfterCatalog[] = "records.strip.after_catalog";  // values not stripped
@@ -72,8 +76,10 @@ inline constexpr PointInfo kAll[] = {
     // Scans run after commits too (a strip, a marker's purge) and inside streamed answers
     // whose status line is sent: delays only.
     {kScanRow, false, /*hot=*/true},
+    {kApplyBeforeAttributes, true},
     {kApplyBeforeLock, true},
     {kApplyLocked, true},
+    {kRefreshBeforeLock, false},  // a strip would wait for a restart: delays only
     {kStripAfterCatalog, false},  // the strip would wait for a restart: delays only
     {kStripChunk, false},         // likewise
     {kReplApplyBeforeCommit, true},

@@ -106,4 +106,11 @@ absl::StatusOr<storage::ChangeLog::Reservation> EmitSlots(storage::Engine* engin
                                                           const std::vector<Slot>& slots,
                                                           rocksdb::WriteBatch* batch);
 
+// Whether `d` is its generation's newest definition, for a caller holding d's schema_mu
+// shared through a lock the analysis cannot follow (one per table of a peer batch, held in a
+// vector; RecordStore::LockCurrent's, held by its result). GenerationState invariant (1).
+inline bool SchemaIsCurrentUnderDynamicLock(const TableDef& d) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  return d.state()->schema_version() == d.schema_version();
+}
+
 }  // namespace cairn::catalog::internal

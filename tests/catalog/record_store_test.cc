@@ -635,6 +635,36 @@ TEST_F(RecordStoreTest, C8_MarkerDecidesItsPurgeAfterInFlightAppliesCommit) {
   EXPECT_TRUE(ById("t", json::array({"old"})).empty());
 }
 
+// C15: a peer row whose new field makes the apply add an attribute, while a marker of
+// another of its fields lands between the apply's resolution and that add. The definition
+// the add returns holds the marker, and is current when checked under the locks, so the
+// apply goes on with it; the row is stripped by it before it is stored (else the stored body
+// keeps a value older than the marker, unlike every other node's).
+TEST_F(RecordStoreTest, C15_AMarkerLandingWhileAnApplyAddsAttributesStripsItsRow) {
+  ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"y"})));
+  const Hlc gen = Live("db", "t")->created_time();
+  auto release_all = absl::MakeCleanup([&] { faults_.ClearAll(); });
+  faults_.Set(fault_points::kApplyBeforeAttributes, FaultAction::Block().OnNth(1));
+  auto apply = std::async(std::launch::async, [&] {
+    return Apply({Put("t", "k", gen + 10, "p", gen, {{"id", "k"}, {"y", "old"}, {"z", "new"}})});
+  });
+  ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kApplyBeforeAttributes, absl::Seconds(30)));
+  ASSERT_OK(records().ApplyPeerAttributeDrop("db", "t", "y", gen + 20));
+  ASSERT_EVENTUALLY([&] { ASSERT_TRUE(Live("db", "t")->stripping().empty()); });
+  faults_.Release(fault_points::kApplyBeforeAttributes);
+  auto applied = apply.get();
+  ASSERT_OK(applied);
+  EXPECT_EQ(applied->applied, 1u);
+  EXPECT_EQ(applied->values_stripped, 1u);
+  std::vector<json> stored;
+  ASSERT_OK(records().ScanStored(
+      "db", "t", [&](const json&, const storage::v1::StoredRecord& row, const json&) {
+        stored.push_back(json::parse(row.json()));
+      }));
+  EXPECT_EQ(stored, std::vector<json>({{{"id", "k"}, {"z", "new"}}}));
+  ExpectIndexConsistent("t");
+}
+
 // C16, D5: once a peer's version at the end of time pinned the clock, local writes are refused
 // with nothing written: stamping them all with one version would make peers drop every one
 // after the first as a duplicate.
@@ -716,6 +746,83 @@ TEST_F(RecordStoreTest, Decision103_APeerDefinitionDeclaresAnAttributeAPeerRecor
               HasErrorCode(ErrorCode::kTypeMismatch));
   ASSERT_OK(Reopen());
   expect_declared();
+}
+
+// Decision 103, the definitions that do not declare: one listing the attribute with a stamp
+// older than a marker held here (the peer has not applied the drop yet: it lists the dropped
+// attribute), and the peer's primary key (a table of the name created with another key).
+TEST_F(RecordStoreTest, Decision103_DroppedCopiesAndPeerKeysDoNotDeclare) {
+  ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"a"})));
+  const Hlc gen = Live("db", "t")->created_time();
+  ASSERT_OK(records().ApplyPeerAttributeDrop("db", "t", "y", gen + 20));
+  ASSERT_EVENTUALLY([&] { ASSERT_TRUE(Live("db", "t")->stripping().empty()); });
+  ASSERT_OK(Apply({Put("t", 1, gen + 30, "p", gen, {{"id", 1}, {"y", "new"}, {"key", "k1"}})}));
+  ASSERT_EQ(Live("db", "t")->FindAttribute("y")->origin, v1::PEER_RECORD);
+  ASSERT_EQ(Live("db", "t")->FindAttribute("key")->origin, v1::PEER_RECORD);
+  ASSERT_OK(catalog().ApplyPeerTable({"db",
+                                      "t",
+                                      gen,
+                                      "key",
+                                      {AttributeSpec("key", v1::ID, true, gen + 25),
+                                       AttributeSpec("y", v1::STRING, false, gen + 5)},
+                                      true}));
+  EXPECT_EQ(Live("db", "t")->FindAttribute("y")->origin, v1::PEER_RECORD);
+  EXPECT_EQ(Live("db", "t")->FindAttribute("key")->origin, v1::PEER_RECORD);
+  EXPECT_EQ(Live("db", "t")->FindAttribute("key")->type, v1::ANY);
+  ASSERT_OK(catalog().ApplyPeerTable(
+      {"db", "t", gen, "id", {AttributeSpec("y", v1::STRING, false, gen + 25)}, true}));
+  EXPECT_EQ(Live("db", "t")->FindAttribute("y")->origin, v1::CLUSTER);
+  EXPECT_EQ(Live("db", "t")->FindAttribute("y")->type, v1::STRING);
+  ExpectIndexConsistent("t");
+}
+
+// Decision 103 with C15: a strip found a value newer than its marker, to index under the
+// name's attribute (decision 98), when a peer declared that attribute not indexed. The
+// strip indexes by the definition it holds locked and current, not the one it read before
+// the lock: no index entry outlives the declaration's delete of the range.
+TEST_F(RecordStoreTest, Decision103_AStripIndexesByTheDefinitionOfNow) {
+  ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"a"})));
+  const Hlc gen = Live("db", "t")->created_time();
+  ASSERT_OK(Apply({Put("t", "k", gen + 30, "p", gen, {{"id", "k"}, {"y", "new"}})}));
+  ASSERT_EQ(Live("db", "t")->FindAttribute("y")->origin, v1::PEER_RECORD);
+  auto release_all = absl::MakeCleanup([&] { faults_.ClearAll(); });
+  faults_.Set(fault_points::kRefreshBeforeLock, FaultAction::Block().OnNth(1));
+  // A marker older than y (made after it) keeps it and strips (decision 101): the row's
+  // value is newer than the marker, so the strip indexes it.
+  ASSERT_OK(records().ApplyPeerAttributeDrop("db", "t", "y", gen + 20));
+  ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kRefreshBeforeLock, absl::Seconds(30)));
+  ASSERT_OK(catalog().ApplyPeerTable(
+      {"db", "t", gen, "id", {AttributeSpec("y", v1::STRING, false, gen + 40)}, true}));
+  faults_.Release(fault_points::kRefreshBeforeLock);
+  ASSERT_EVENTUALLY([&] { ASSERT_TRUE(Live("db", "t")->stripping().empty()); });
+  EXPECT_FALSE(Live("db", "t")->FindAttribute("y")->indexed);
+  EXPECT_EQ(By("t", "y", "new").size(), 1u);
+  ExpectIndexConsistent("t");
+}
+
+// Decision 103 with C8: a marker's purge puts a shadow row back (its newer row of a dead
+// generation goes) while a peer declares one of the row's attributes not indexed. The purge
+// indexes the restored row by the definition of now, held until its batch commits.
+TEST_F(RecordStoreTest, Decision103_APurgeRestoresShadowsByTheDefinitionOfNow) {
+  ASSERT_OK(catalog().ApplyPeerTable({"db", "t", 1000, "id", {}, false}));
+  ASSERT_OK(Apply({Put("t", "k", 10, "p", 1000, {{"id", "k"}, {"y", "kept"}})}));
+  ASSERT_OK(Apply({Put("t", "k", 11, "p", 500, {{"id", "k"}, {"y", "relayed"}})}));  // shadows it
+  ASSERT_EQ(Live("db", "t")->FindAttribute("y")->origin, v1::PEER_RECORD);
+  auto release_all = absl::MakeCleanup([&] { faults_.ClearAll(); });
+  faults_.Set(fault_points::kRefreshBeforeLock, FaultAction::Block().OnNth(1));
+  auto drop = std::async(std::launch::async, [&] {
+    return records().ApplyPeerDrop("db", "t", 800);  // keeps t (1000); row generation 500 dies
+  });
+  ASSERT_TRUE(faults_.WaitUntilBlocked(fault_points::kRefreshBeforeLock, absl::Seconds(30)));
+  ASSERT_OK(catalog().ApplyPeerTable(
+      {"db", "t", 1000, "id", {AttributeSpec("y", v1::STRING, false, 1000)}, false}));
+  faults_.Release(fault_points::kRefreshBeforeLock);
+  auto r = drop.get();
+  ASSERT_OK(r);
+  EXPECT_EQ(*r, PeerDropResult::kKept);
+  EXPECT_EQ(ById("t", json::array({"k"})), std::vector<json>({{{"id", "k"}, {"y", "kept"}}}));
+  EXPECT_FALSE(Live("db", "t")->FindAttribute("y")->indexed);
+  ExpectIndexConsistent("t");
 }
 
 // D7: every stored row keeps its row generation, the created_time of the generation it was

@@ -7,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/fault_points.h"
+#include "replication/clock_bound.h"
+#include "replication/schema_sync.h"
 #include "tests/replication/test_node.h"
 #include "tests/testing/testing.h"
 
@@ -319,6 +321,57 @@ TEST_F(AttributeMarkerTest, Decision103_AnAttributeMadeForAPeerRecordTakesTheDec
       ASSERT_EQ(Found(*n, "y", "v"), 1u) << n->name();
     }
   });
+}
+
+// C15 with R16: an attribute marker's stamp and an attribute's created_time in a peer's
+// snapshot are stamps like any other; one from the future refuses the snapshot before
+// anything of it is applied or observed.
+TEST(AttributeMarkerSchemaTest, R16_AttributeStampsFromTheFutureAreRefused) {
+  HybridClock hlc(SystemClock::Default());
+  ClockBound bound(&hlc, absl::Seconds(1));
+  const Hlc now = HybridClock::Make(static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())), 0);
+  const Hlc future =
+      HybridClock::Make(static_cast<uint64_t>(absl::ToUnixMillis(absl::Now() + absl::Hours(1))), 0);
+  peer::v1::DbSchema schema;
+  schema.set_database("shop");
+  peer::v1::PeerAttributeMarker* m = schema.add_attribute_markers();
+  m->set_table("people");
+  m->set_attribute("y");
+  m->set_dropped_time(now);
+  peer::v1::PeerTable* t = schema.add_tables();
+  t->set_name("people");
+  t->set_created_time(now);
+  t->set_primary_key("id");
+  peer::v1::PeerAttribute* y = t->add_attributes();
+  y->set_name("y");
+  y->set_created_time(now);
+  EXPECT_OK(bound.CheckSchema(schema, "b"));
+  m->set_dropped_time(future);
+  EXPECT_EQ(bound.CheckSchema(schema, "b").code(), absl::StatusCode::kFailedPrecondition);
+  m->set_dropped_time(now);
+  y->set_created_time(future);
+  EXPECT_EQ(bound.CheckSchema(schema, "b").code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(bound.refusals(), 2u);
+}
+
+// C15: the schema digest (cluster_status schema_in_sync) covers the attribute markers, so
+// two nodes that hold different ones are not reported in sync; a database without any keeps
+// the digest it had before markers existed (older peers compute that one).
+TEST(AttributeMarkerSchemaTest, C15_TheSchemaDigestCoversAttributeMarkers) {
+  catalog::CatalogSnapshot none;
+  catalog::CatalogSnapshot one;
+  one.attribute_markers[{"shop", "people"}]["y"] = 100;
+  catalog::CatalogSnapshot later = one;
+  later.attribute_markers[{"shop", "people"}]["y"] = 200;
+  catalog::CatalogSnapshot other_db = none;
+  other_db.attribute_markers[{"else", "people"}]["y"] = 100;
+  EXPECT_NE(SchemaDigest(none, "shop"), SchemaDigest(one, "shop"));
+  EXPECT_NE(SchemaDigest(one, "shop"), SchemaDigest(later, "shop"));
+  EXPECT_EQ(SchemaDigest(none, "shop"), SchemaDigest(other_db, "shop"));
+  // Sent only to a peer that advertised the capability (R1).
+  EXPECT_EQ(BuildDbSchema(one, "shop").attribute_markers_size(), 1);
+  EXPECT_EQ(BuildDbSchema(one, "shop", {{}, /*attribute_markers=*/false}).attribute_markers_size(),
+            0);
 }
 
 }  // namespace
