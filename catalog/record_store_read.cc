@@ -153,11 +153,14 @@ absl::Status RecordStore::SearchByValue(absl::string_view db, absl::string_view 
   storage::ScopedSnapshot snapshot(engine_);
 
   const bool all = value.is_string() && value.get_ref<const std::string&>() == "*";
-  std::optional<std::string> prefix;
+  // Decision 7: a string with `*` in it is a wildcard pattern; the text before its first `*`
+  // narrows the key or index range, the rest is matched on each value found there.
+  std::optional<internal::Wildcard> pattern;
   if (!all && value.is_string()) {
     const std::string& s = value.get_ref<const std::string&>();
-    if (s.size() > 1 && s.back() == '*') prefix = s.substr(0, s.size() - 1);
+    if (s.find('*') != std::string::npos) pattern.emplace(s);
   }
+  const internal::Wildcard* wildcard = pattern ? &*pattern : nullptr;
   const json target = internal::CoerceSearchValue(*attr, value);
   const std::string generation = storage::GenerationPrefix(def->generation_id());
   const std::string generation_end = storage::GenerationPrefix(def->generation_id() + 1);
@@ -178,7 +181,7 @@ absl::Status RecordStore::SearchByValue(absl::string_view db, absl::string_view 
         parsed = ParseStored(rec.json());
         internal::DropStripped(*def, rec.version(), &parsed);
         auto f = parsed.find(attr->name);
-        if (f == parsed.end() || !internal::FieldMatches(*f, target, prefix ? &*prefix : nullptr)) {
+        if (f == parsed.end() || !internal::FieldMatches(*f, target, wildcard)) {
           continue;
         }
         hand_over = &parsed;
@@ -192,9 +195,9 @@ absl::Status RecordStore::SearchByValue(absl::string_view db, absl::string_view 
   if (all) return scan_records(generation, generation_end, /*filter=*/false);
 
   if (attr->is_primary_key) {
-    if (prefix) {
+    if (pattern) {
       std::string start = generation;
-      storage::AppendStringPrefix(*prefix, &start);
+      storage::AppendStringPrefix(pattern->prefix(), &start);
       std::string upper = start;
       upper.push_back('\xFF');  // escaped bodies never contain a bare 0xFF after the prefix
       return scan_records(start, upper, /*filter=*/true);
@@ -218,8 +221,8 @@ absl::Status RecordStore::SearchByValue(absl::string_view db, absl::string_view 
   // record and its entries were committed together).
   const std::string attr_prefix = storage::IndexAttributePrefix(def->generation_id(), attr->id);
   std::string start = attr_prefix;
-  if (prefix) {
-    storage::AppendStringPrefix(*prefix, &start);
+  if (pattern) {
+    storage::AppendStringPrefix(pattern->prefix(), &start);
   } else if (!storage::AppendScalar(target, &start).ok()) {
     return absl::OkStatus();
   }
@@ -234,6 +237,12 @@ absl::Status RecordStore::SearchByValue(absl::string_view db, absl::string_view 
     json indexed_value;
     if (!storage::ConsumeScalar(&rest, &indexed_value)) {
       return absl::DataLossError(absl::StrCat("unreadable index entry in ", def->QualifiedName()));
+    }
+    // Within the prefix's range: the rest of a wildcard decides on the indexed value, before
+    // the record is read.
+    if (pattern && !pattern->prefix_only() &&
+        !internal::FieldMatches(indexed_value, target, wildcard)) {
+      continue;
     }
     std::vector<Slot> slots(1);
     slots[0].def = def.get();

@@ -200,7 +200,9 @@ OpsApi::OpsApi(catalog::LocalNode* node, OpsApiOptions options)
 const std::vector<OpsApi::Operation>& OpsApi::Operations() {
   static const auto* ops = new std::vector<Operation>{
       {"create_database", &OpsApi::CreateDatabase, false},
+      {"create_schema", &OpsApi::CreateDatabase, false},  // Harper's older name
       {"drop_database", &OpsApi::DropDatabase, false},
+      {"drop_schema", &OpsApi::DropDatabase, false},  // Harper's older name
       {"describe_database", &OpsApi::DescribeDatabase, false},
       {"describe_schema", &OpsApi::DescribeDatabase, false},  // Harper's older name
       {"describe_all", &OpsApi::DescribeAll, false},
@@ -373,7 +375,9 @@ absl::StatusOr<Reply> OpsApi::DropDatabase(const Fields& f) const {
 }
 
 absl::StatusOr<Reply> OpsApi::DescribeDatabase(const Fields& f) const {
-  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database(/*required=*/true));
+  // Harper's default database when absent, as for tables (creating and dropping a database
+  // still name it: a default there would act on "data" by accident).
+  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
   catalog::SnapshotRef snap = node_->catalog->Snapshot();
   const catalog::DatabaseDef* d = snap->FindDatabase(db);
   if (d == nullptr) {

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/status.h"
 #include "storage/keys.h"
@@ -116,16 +117,36 @@ nlohmann::json CoerceSearchValue(const AttributeDef& a, const nlohmann::json& va
   }
 }
 
+Wildcard::Wildcard(absl::string_view pattern) : parts_(absl::StrSplit(pattern, '*')) {}
+
+bool Wildcard::Matches(absl::string_view s) const {
+  // The first part starts the string and the last ends it; the ones between are found in
+  // order, each as early as it can be (leftmost is never worse for the parts after it).
+  const std::string& first = parts_.front();
+  const std::string& last = parts_.back();
+  if (s.size() < first.size() + last.size() || !absl::StartsWith(s, first) ||
+      !absl::EndsWith(s, last)) {
+    return false;
+  }
+  const size_t end = s.size() - last.size();
+  size_t pos = first.size();
+  for (size_t i = 1; i + 1 < parts_.size(); ++i) {
+    const size_t at = s.substr(0, end).find(parts_[i], pos);
+    if (at == absl::string_view::npos) return false;
+    pos = at + parts_[i].size();
+  }
+  return true;
+}
+
 bool FieldMatches(const nlohmann::json& field, const nlohmann::json& value,
-                  const std::string* string_prefix) {
+                  const Wildcard* pattern) {
   if (field.is_array()) {
     return std::any_of(field.begin(), field.end(), [&](const nlohmann::json& e) {
-      return !e.is_array() && FieldMatches(e, value, string_prefix);
+      return !e.is_array() && FieldMatches(e, value, pattern);
     });
   }
-  if (string_prefix != nullptr) {
-    return field.is_string() &&
-           absl::StartsWith(field.get_ref<const std::string&>(), *string_prefix);
+  if (pattern != nullptr) {
+    return field.is_string() && pattern->Matches(field.get_ref<const std::string&>());
   }
   std::string a, b;
   if (!storage::AppendScalar(field, &a).ok() || !storage::AppendScalar(value, &b).ok()) {

@@ -25,10 +25,27 @@ std::vector<std::string> IndexKeys(const TableDef& def, const nlohmann::json& re
 // "true" a Boolean as true. Other values pass unchanged.
 nlohmann::json CoerceSearchValue(const AttributeDef& attribute, const nlohmann::json& value);
 
+// A search value with wildcards (decision 7): each `*` matches any run of characters, so
+// "abc*" is a prefix, "*abc" a suffix, "*abc*" a substring, "a*c" both ends. Matches strings
+// only.
+class Wildcard {
+ public:
+  // `pattern` holds at least one `*`.
+  explicit Wildcard(absl::string_view pattern);
+  // The literal text before the first `*`: every match starts with it (an index range).
+  const std::string& prefix() const { return parts_.front(); }
+  // Whether the pattern is its prefix and a `*` only: the index range alone decides.
+  bool prefix_only() const { return parts_.size() == 2 && parts_.back().empty(); }
+  bool Matches(absl::string_view s) const;
+
+ private:
+  std::vector<std::string> parts_;  // the literal text between the `*`s; at least two
+};
+
 // Whether a stored field matches a search: equal scalars (5 == 5.0), any element of an
-// array, or for a string prefix pattern ("abc*") a string starting with it.
+// array, or for a wildcard pattern a string it matches.
 bool FieldMatches(const nlohmann::json& field, const nlohmann::json& value,
-                  const std::string* string_prefix);
+                  const Wildcard* pattern);
 
 // Records may nest this deep (objects and arrays); deeper input is refused before anything
 // recursive (copy, dump) touches it.

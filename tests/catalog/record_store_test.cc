@@ -355,6 +355,48 @@ TEST_F(RecordStoreTest, D6_UnknownSearchAttributeIsRefused) {
       HasErrorCode(ErrorCode::kTableNotFound));
 }
 
+// Decision 7: `*` anywhere in a search string is a wildcard — suffix, substring, both ends —
+// on an index (the text before the first `*` narrows the range), a plain attribute (scanned),
+// the primary key and array elements; strings only. Harper's clients search so
+// ("*Sheriff Woody"); before, such a value was taken as an equality and found nothing.
+TEST_F(RecordStoreTest, SearchByValueWildcardsAnywhere) {
+  TableSpec spec = Spec("db", "t", {"task"});
+  spec.attributes->push_back({"plain", v1::STRING, /*indexed=*/false});
+  spec.attributes->push_back({"list", v1::ANY, true});
+  ASSERT_OK(catalog().CreateTable(spec));
+  const std::vector<std::string> tasks = {"Sheriff Woody", "Mr Sheriff Woody", "Mr. Potato Head",
+                                          "4 Bedroom/2.5+ Bath", "Woody"};
+  json batch = json::array();
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    batch.push_back({{"id", "k-" + tasks[i]},
+                     {"task", tasks[i]},
+                     {"plain", tasks[i]},
+                     {"list", json::array({static_cast<int>(i), tasks[i]})}});
+  }
+  batch.push_back({{"id", 7}, {"list", json::array({7})}});  // not a string: never a match
+  ASSERT_OK(Write("t", batch, WriteMode::kInsert));
+  auto ids = [&](const std::string& attribute, const std::string& value) {
+    std::set<std::string> out;
+    for (const json& r : By("t", attribute, value)) out.insert(r["id"].dump());
+    return out;
+  };
+  for (const std::string attribute : {"task", "plain", "list"}) {
+    SCOPED_TRACE(attribute);
+    EXPECT_EQ(ids(attribute, "*Sheriff Woody"),
+              (std::set<std::string>{"\"k-Sheriff Woody\"", "\"k-Mr Sheriff Woody\""}));
+    EXPECT_EQ(ids(attribute, "*4 Bedroom/2.5+*"),
+              (std::set<std::string>{"\"k-4 Bedroom/2.5+ Bath\""}));
+    EXPECT_EQ(ids(attribute, "Mr*Woody"), (std::set<std::string>{"\"k-Mr Sheriff Woody\""}));
+    EXPECT_EQ(ids(attribute, "*oo*").size(), 4u);  // Bedroom too
+    EXPECT_EQ(ids(attribute, "Woody*"), (std::set<std::string>{"\"k-Woody\""}));
+    EXPECT_EQ(ids(attribute, "**").size(), 5u);
+    EXPECT_TRUE(ids(attribute, "*Sheriff").empty());
+    EXPECT_TRUE(ids(attribute, "Mr*Head*Woody").empty());
+  }
+  EXPECT_EQ(ids("id", "*Woody").size(), 3u);
+  EXPECT_EQ(ids("id", "k-*Potato*"), (std::set<std::string>{"\"k-Mr. Potato Head\""}));
+}
+
 TEST_F(RecordStoreTest, SearchByValueVariants) {
   TableSpec spec = Spec("db", "t", {"tag"});
   spec.attributes->push_back({"plain", v1::STRING, /*indexed=*/false});

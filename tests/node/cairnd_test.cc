@@ -143,6 +143,20 @@ TEST_F(CairndTest, DatabaseLifecycle) {
               404, "DATABASE_NOT_FOUND");
 }
 
+// SPEC §5's aliases of Harper's older terminology: create_schema and drop_schema are the
+// database operations, with `schema` for `database`.
+TEST_F(CairndTest, SchemaOperationsAreTheDatabaseOperations) {
+  EXPECT_EQ(Ok({{"operation", "create_schema"}, {"schema", "dev"}})["message"],
+            "database 'dev' successfully created");
+  ExpectError(node_->Post({{"operation", "create_schema"}, {"schema", "dev"}}), 400,
+              "DATABASE_EXISTS", "dev");
+  EXPECT_EQ(Ok({{"operation", "describe_schema"}, {"schema", "dev"}}), json::object());
+  EXPECT_EQ(Ok({{"operation", "drop_schema"}, {"schema", "dev"}})["message"],
+            "successfully deleted 'dev'");
+  ExpectError(node_->Post({{"operation", "describe_schema"}, {"schema", "dev"}}), 404,
+              "DATABASE_NOT_FOUND", "dev");
+}
+
 TEST_F(CairndTest, CreateTableAnswersAndDescribesLikeHarper) {
   CreateOrders();
   json d = Ok({{"operation", "describe_table"}, {"database", "shop"}, {"table", "orders"}});
@@ -680,11 +694,14 @@ TEST_F(CairndTest, BadInput_AttributesPerTableAreLimited) {
 
 TEST_F(CairndTest, BadInput_DatabaseOperationsNeedTheirDatabase) {
   Ok({{"operation", "create_table"}, {"table", "t"}, {"primary_key", "id"}});  // in "data"
-  for (const char* op : {"create_database", "drop_database", "describe_database"}) {
+  for (const char* op : {"create_database", "drop_database"}) {
     SCOPED_TRACE(op);
     ExpectError(node_->Post({{"operation", op}}), 400, "BAD_REQUEST", "missing 'database'");
   }
   EXPECT_TRUE(Ok({{"operation", "describe_all"}}).contains("data")) << "nothing was dropped";
+  // Describing one reads Harper's default, as table operations do (Harper's
+  // 16_terminologyUpdates: "describe_database without database").
+  EXPECT_TRUE(Ok({{"operation", "describe_database"}}).contains("t"));
 }
 
 TEST_F(CairndTest, UnknownEndpointsAre400WithTheErrorShape) {
