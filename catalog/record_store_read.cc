@@ -153,13 +153,11 @@ absl::Status RecordStore::SearchByValue(absl::string_view db, absl::string_view 
   storage::ScopedSnapshot snapshot(engine_);
 
   const bool all = value.is_string() && value.get_ref<const std::string&>() == "*";
-  // Decision 7: a string with `*` in it is a wildcard pattern; the text before its first `*`
-  // narrows the key or index range, the rest is matched on each value found there.
+  // Decision 7: Harper's wildcards (a leading and/or trailing `*`). A prefix narrows the key
+  // or index range; a suffix or substring is matched on each string value of the attribute.
   std::optional<internal::Wildcard> pattern;
-  if (!all && value.is_string()) {
-    const std::string& s = value.get_ref<const std::string&>();
-    if (s.find('*') != std::string::npos) pattern.emplace(s);
-  }
+  if (!all && value.is_string())
+    pattern = internal::Wildcard::Parse(value.get_ref<const std::string&>());
   const internal::Wildcard* wildcard = pattern ? &*pattern : nullptr;
   const json target = internal::CoerceSearchValue(*attr, value);
   const std::string generation = storage::GenerationPrefix(def->generation_id());
@@ -238,8 +236,7 @@ absl::Status RecordStore::SearchByValue(absl::string_view db, absl::string_view 
     if (!storage::ConsumeScalar(&rest, &indexed_value)) {
       return absl::DataLossError(absl::StrCat("unreadable index entry in ", def->QualifiedName()));
     }
-    // Within the prefix's range: the rest of a wildcard decides on the indexed value, before
-    // the record is read.
+    // A suffix or substring decides on the indexed value, before the record is read.
     if (pattern && !pattern->prefix_only() &&
         !internal::FieldMatches(indexed_value, target, wildcard)) {
       continue;

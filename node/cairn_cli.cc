@@ -221,7 +221,11 @@ int Main(int argc, char** argv) {
   auto* search = app.add_subcommand("search", "records whose attribute matches a value");
   search->add_option("table", table, "DB.TABLE")->required();
   search->add_option("attribute", attribute, "attribute name")->required();
-  search->add_option("value", value, "value; * matches all, a trailing * matches a prefix")
+  search
+      ->add_option(
+          "value", value,
+          "value; * matches all; a trailing *, a leading * or both match a prefix, suffix or "
+          "substring")
       ->required();
 
   std::string backup_name;

@@ -8,7 +8,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/status.h"
 #include "storage/keys.h"
@@ -117,25 +116,32 @@ nlohmann::json CoerceSearchValue(const AttributeDef& a, const nlohmann::json& va
   }
 }
 
-Wildcard::Wildcard(absl::string_view pattern) : parts_(absl::StrSplit(pattern, '*')) {}
+std::optional<Wildcard> Wildcard::Parse(absl::string_view value) {
+  if (value.size() < 2) return std::nullopt;  // "*" is every record; "" and "x" are values
+  const bool leading = value.front() == '*', trailing = value.back() == '*';
+  if (leading && trailing) {
+    return Wildcard(Kind::kContains, std::string(value.substr(1, value.size() - 2)));
+  }
+  if (leading) return Wildcard(Kind::kSuffix, std::string(value.substr(1)));
+  if (trailing) return Wildcard(Kind::kPrefix, std::string(value.substr(0, value.size() - 1)));
+  return std::nullopt;
+}
+
+const std::string& Wildcard::prefix() const {
+  static const std::string* const kNone = new std::string();
+  return kind_ == Kind::kPrefix ? text_ : *kNone;
+}
 
 bool Wildcard::Matches(absl::string_view s) const {
-  // The first part starts the string and the last ends it; the ones between are found in
-  // order, each as early as it can be (leftmost is never worse for the parts after it).
-  const std::string& first = parts_.front();
-  const std::string& last = parts_.back();
-  if (s.size() < first.size() + last.size() || !absl::StartsWith(s, first) ||
-      !absl::EndsWith(s, last)) {
-    return false;
+  switch (kind_) {
+    case Kind::kPrefix:
+      return absl::StartsWith(s, text_);
+    case Kind::kSuffix:
+      return absl::EndsWith(s, text_);
+    case Kind::kContains:
+      return absl::StrContains(s, text_);
   }
-  const size_t end = s.size() - last.size();
-  size_t pos = first.size();
-  for (size_t i = 1; i + 1 < parts_.size(); ++i) {
-    const size_t at = s.substr(0, end).find(parts_[i], pos);
-    if (at == absl::string_view::npos) return false;
-    pos = at + parts_[i].size();
-  }
-  return true;
+  return false;
 }
 
 bool FieldMatches(const nlohmann::json& field, const nlohmann::json& value,

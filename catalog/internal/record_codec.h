@@ -2,7 +2,9 @@
 // apply paths. Thread-compatible free functions.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -25,21 +27,24 @@ std::vector<std::string> IndexKeys(const TableDef& def, const nlohmann::json& re
 // "true" a Boolean as true. Other values pass unchanged.
 nlohmann::json CoerceSearchValue(const AttributeDef& attribute, const nlohmann::json& value);
 
-// A search value with wildcards (decision 7): each `*` matches any run of characters, so
-// "abc*" is a prefix, "*abc" a suffix, "*abc*" a substring, "a*c" both ends. Matches strings
-// only.
+// A search string with Harper's wildcards (decision 7): a trailing `*` makes it a prefix, a
+// leading one a suffix, both a substring ("*a*b*" contains "a*b"); a `*` anywhere else is a
+// literal character, and "*" alone (every record) is not a pattern. Matches strings only.
 class Wildcard {
  public:
-  // `pattern` holds at least one `*`.
-  explicit Wildcard(absl::string_view pattern);
-  // The literal text before the first `*`: every match starts with it (an index range).
-  const std::string& prefix() const { return parts_.front(); }
-  // Whether the pattern is its prefix and a `*` only: the index range alone decides.
-  bool prefix_only() const { return parts_.size() == 2 && parts_.back().empty(); }
+  // The pattern in `value`, if it is one.
+  static std::optional<Wildcard> Parse(absl::string_view value);
+  // The literal text every match starts with (empty unless a prefix): an index range.
+  const std::string& prefix() const;
+  // Whether the index range of prefix() alone decides.
+  bool prefix_only() const { return kind_ == Kind::kPrefix; }
   bool Matches(absl::string_view s) const;
 
  private:
-  std::vector<std::string> parts_;  // the literal text between the `*`s; at least two
+  enum class Kind { kPrefix, kSuffix, kContains };
+  Wildcard(Kind kind, std::string text) : kind_(kind), text_(std::move(text)) {}
+  Kind kind_;
+  std::string text_;
 };
 
 // Whether a stored field matches a search: equal scalars (5 == 5.0), any element of an
