@@ -49,8 +49,7 @@ absl::StatusOr<uint64_t> RecordStore::PurgeRowsBefore(const TableRef& def, Hlc m
           !IsDeadGeneration(rec.row_generation(), marker)) {
         continue;
       }
-      Slot s;
-      s.def = def.get();
+      Slot s;  // its definition is set under the schema lock (LockCurrent)
       s.key = it->key().ToString();
       s.encoded_pk = s.key.substr(8);
       slots.push_back(std::move(s));

@@ -156,8 +156,9 @@ absl::Status RecordStore::SearchByValue(absl::string_view db, absl::string_view 
   // Decision 7: Harper's wildcards (a leading and/or trailing `*`). A prefix narrows the key
   // or index range; a suffix or substring is matched on each string value of the attribute.
   std::optional<internal::Wildcard> pattern;
-  if (!all && value.is_string())
+  if (!all && value.is_string()) {
     pattern = internal::Wildcard::Parse(value.get_ref<const std::string&>());
+  }
   const internal::Wildcard* wildcard = pattern ? &*pattern : nullptr;
   const json target = internal::CoerceSearchValue(*attr, value);
   const std::string generation = storage::GenerationPrefix(def->generation_id());
