@@ -23,6 +23,7 @@
 #include "cairn/storage/v1/records.pb.h"
 #include "catalog/catalog.h"
 #include "catalog/internal/key_latches.h"
+#include "catalog/search_conditions.h"
 #include "catalog/table_digest.h"
 #include "common/clock.h"
 #include "common/fault.h"
@@ -59,6 +60,7 @@ struct SearchOptions {
   std::vector<std::string> get_attributes;  // empty or ["*"]: every attribute
   uint64_t limit = 0;                       // 0: no limit
   uint64_t offset = 0;
+  bool reverse = false;  // the rows in the opposite order (Harper's `reverse`)
   // Check the request (table, attribute, value, ids, projection) and visit nothing: lets a
   // caller that streams its answer report errors before it commits to a status.
   bool validate_only = false;
@@ -117,10 +119,21 @@ class RecordStore {
   using Visitor = std::function<bool(const nlohmann::json& record)>;
   absl::Status SearchById(absl::string_view db, absl::string_view table, const nlohmann::json& ids,
                           const SearchOptions& options, const Visitor& visit);
-  // `value` "*" matches every record; a string ending in '*' matches by prefix.
+  // `value` "*" matches every record; a `*` at either end or both makes a pattern (decision
+  // 7). One condition of SearchByConditions.
   absl::Status SearchByValue(absl::string_view db, absl::string_view table,
                              absl::string_view attribute, const nlohmann::json& value,
                              const SearchOptions& options, const Visitor& visit);
+  // search_by_conditions (decision 104): the rows that match `search`, read through the
+  // primary key or an index where a condition allows (equality, range, prefix; an `or` whose
+  // every branch does), else by a filtered scan; each row once. Unsorted, rows come in the
+  // order the reads find them and the answer streams; a sort holds the sort values and keys
+  // of the matching rows (at most offset + limit of them with a limit), so without a limit
+  // a table of more than kMaxSortRows rows is refused.
+  absl::Status SearchByConditions(absl::string_view db, absl::string_view table,
+                                  ConditionSearch search, const SearchOptions& options,
+                                  const Visitor& visit);
+  static constexpr uint64_t kMaxSortRows = 1'000'000;
   // Every stored row of the table's live generation in key order, tombstones included, with
   // the stamps it carries (D4, D5, D7) and its body as stored (null for a tombstone; values a
   // strip has still to remove included, which searches do not show). For the test hook read_rows:

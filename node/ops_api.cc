@@ -218,6 +218,7 @@ const std::vector<OpsApi::Operation>& OpsApi::Operations() {
       {"search_by_id", &OpsApi::SearchById, false},
       {"search_by_hash", &OpsApi::SearchById, false},  // Harper's older name
       {"search_by_value", &OpsApi::SearchByValue, false},
+      {"search_by_conditions", &OpsApi::SearchByConditions, false},
       {"add_node", &OpsApi::AddNode, false},
       {"remove_node", &OpsApi::RemoveNode, false},
       {"cluster_status", &OpsApi::ClusterStatus, false},
@@ -581,7 +582,31 @@ absl::StatusOr<Reply> OpsApi::SearchById(const Fields& f) const {
       [=, ids = *ids_field](const catalog::RecordStore::Visitor& visit) {
         return records->SearchById(db, table, ids, options, visit);
       },
-      absl::StrCat("search_by_id on ", db, ".", table));
+      absl::StrCat("search_by_id on ", db, ".", table), options.get_attributes);
+}
+
+absl::StatusOr<Reply> OpsApi::SearchByConditions(const Fields& f) const {
+  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
+  CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table());
+  CAIRN_ASSIGN_OR_RETURN(const json* conditions, f.Array("conditions"));
+  if (conditions->empty()) return BadRequest("'conditions' must contain at least 1 items");
+  CAIRN_ASSIGN_OR_RETURN(
+      catalog::ConditionSearch search,
+      catalog::ParseConditionSearch(*conditions, f.Find("operator"), f.Find("sort")));
+  catalog::SearchOptions options;
+  CAIRN_ASSIGN_OR_RETURN(options.get_attributes, f.GetAttributes());
+  CAIRN_ASSIGN_OR_RETURN(options.limit, f.Count("limit"));
+  CAIRN_ASSIGN_OR_RETURN(options.offset, f.Count("offset"));
+  CAIRN_ASSIGN_OR_RETURN(options.reverse, f.Bool("reverse", false));
+  catalog::RecordStore* records = node_->records.get();
+  options.validate_only = true;
+  CAIRN_RETURN_IF_ERROR(records->SearchByConditions(db, table, search, options, nullptr));
+  options.validate_only = false;
+  return StreamedArray(
+      [=, search = std::move(search)](const catalog::RecordStore::Visitor& visit) {
+        return records->SearchByConditions(db, table, search, options, visit);
+      },
+      absl::StrCat("search_by_conditions on ", db, ".", table), options.get_attributes);
 }
 
 absl::StatusOr<Reply> OpsApi::SearchByValue(const Fields& f) const {
@@ -594,6 +619,9 @@ absl::StatusOr<Reply> OpsApi::SearchByValue(const Fields& f) const {
   CAIRN_ASSIGN_OR_RETURN(options.get_attributes, f.GetAttributes());
   CAIRN_ASSIGN_OR_RETURN(options.limit, f.Count("limit"));
   CAIRN_ASSIGN_OR_RETURN(options.offset, f.Count("offset"));
+  // Harper's `desc` is the older name of `reverse`.
+  CAIRN_ASSIGN_OR_RETURN(options.reverse,
+                         f.Bool(f.Find("reverse") != nullptr ? "reverse" : "desc", false));
   catalog::RecordStore* records = node_->records.get();
   options.validate_only = true;
   CAIRN_RETURN_IF_ERROR(
@@ -603,39 +631,62 @@ absl::StatusOr<Reply> OpsApi::SearchByValue(const Fields& f) const {
       [=, value = *value_field](const catalog::RecordStore::Visitor& visit) {
         return records->SearchByValue(db, table, attribute, value, options, visit);
       },
-      absl::StrCat("search_by_value on ", db, ".", table));
+      absl::StrCat("search_by_value on ", db, ".", table), options.get_attributes);
 }
 
 // Both searches stream their answer: a table of any size is never built whole in memory
 // (SPEC §5). Everything the search can refuse was checked (validate_only) before this, so
 // those errors got a proper status; a failure now can only cut the body short.
 Reply OpsApi::StreamedArray(
-    std::function<absl::Status(const catalog::RecordStore::Visitor&)> search,
-    std::string what) const {
-  Reply reply;
-  reply.stream = [search = std::move(search), what = std::move(what),
-                  node_name =
-                      options_.node_name](const std::function<bool(absl::string_view)>& write) {
-    std::string chunk = "[";
-    bool first = true, client_gone = false;
-    absl::Status s = search([&](const json& record) {
-      if (!first) chunk.push_back(',');
-      first = false;
-      chunk += record.dump(-1, ' ', false, json::error_handler_t::replace);
-      if (chunk.size() >= kStreamChunkBytes) {
-        client_gone = !write(chunk);
-        chunk.clear();
-      }
-      return !client_gone;
-    });
-    if (client_gone) return false;
-    if (!s.ok()) {
-      spdlog::warn("[{}] {} stopped mid-answer: {}", node_name, what, s.ToString());
-      return false;
+    std::function<absl::Status(const catalog::RecordStore::Visitor&)> search, std::string what,
+    std::vector<std::string> key_order) const {
+  // Harper answers a get_attributes list with its keys in the list's order.
+  if (std::find(key_order.begin(), key_order.end(), "*") != key_order.end()) key_order.clear();
+  for (size_t i = 0; i < key_order.size(); ++i) {  // a name given twice keeps its first place
+    if (std::find(key_order.begin(), key_order.begin() + i, key_order[i]) !=
+        key_order.begin() + i) {
+      key_order.erase(key_order.begin() + i--);
     }
-    chunk.push_back(']');
-    return write(chunk);
-  };
+  }
+  Reply reply;
+  reply.stream =
+      [search = std::move(search), what = std::move(what), key_order = std::move(key_order),
+       node_name = options_.node_name](const std::function<bool(absl::string_view)>& write) {
+        std::string chunk = "[";
+        bool first = true, client_gone = false;
+        absl::Status s = search([&](const json& record) {
+          if (!first) chunk.push_back(',');
+          first = false;
+          if (key_order.empty() || !record.is_object()) {
+            chunk += record.dump(-1, ' ', false, json::error_handler_t::replace);
+          } else {
+            chunk.push_back('{');
+            bool first_key = true;
+            for (const std::string& key : key_order) {
+              auto it = record.find(key);
+              if (it == record.end()) continue;
+              if (!first_key) chunk.push_back(',');
+              first_key = false;
+              chunk += json(key).dump(-1, ' ', false, json::error_handler_t::replace);
+              chunk.push_back(':');
+              chunk += it->dump(-1, ' ', false, json::error_handler_t::replace);
+            }
+            chunk.push_back('}');
+          }
+          if (chunk.size() >= kStreamChunkBytes) {
+            client_gone = !write(chunk);
+            chunk.clear();
+          }
+          return !client_gone;
+        });
+        if (client_gone) return false;
+        if (!s.ok()) {
+          spdlog::warn("[{}] {} stopped mid-answer: {}", node_name, what, s.ToString());
+          return false;
+        }
+        chunk.push_back(']');
+        return write(chunk);
+      };
   return reply;
 }
 

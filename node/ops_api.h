@@ -84,6 +84,7 @@ class OpsApi {
   absl::StatusOr<Reply> Delete(const Fields& f) const;
   absl::StatusOr<Reply> SearchById(const Fields& f) const;
   absl::StatusOr<Reply> SearchByValue(const Fields& f) const;
+  absl::StatusOr<Reply> SearchByConditions(const Fields& f) const;
   absl::StatusOr<Reply> AddNode(const Fields& f) const;
   absl::StatusOr<Reply> RemoveNode(const Fields& f) const;
   absl::StatusOr<Reply> ClusterStatus(const Fields& f) const;
@@ -102,9 +103,10 @@ class OpsApi {
   absl::StatusOr<Reply> Write(const Fields& f, catalog::WriteMode mode) const;
   // describe_table's object for one table (Harper's fields plus ours).
   absl::StatusOr<nlohmann::json> Describe(const catalog::TableDef& def) const;
-  // A reply that streams, as a JSON array, the records `search` visits.
+  // A reply that streams, as a JSON array, the records `search` visits; with `key_order`
+  // (get_attributes), each record's keys in that order.
   Reply StreamedArray(std::function<absl::Status(const catalog::RecordStore::Visitor&)> search,
-                      std::string what) const;
+                      std::string what, std::vector<std::string> key_order) const;
   // R10: the peers' answers as the drop response lists them.
   static nlohmann::json PeerDropStatuses(const std::vector<replication::PeerDropStatus>& peers);
 

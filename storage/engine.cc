@@ -195,16 +195,21 @@ absl::Status Engine::Get(Cf c, absl::string_view key, std::string* value, bool* 
 }
 
 std::unique_ptr<rocksdb::Iterator> Engine::NewIterator(Cf c, const rocksdb::Snapshot* snapshot,
-                                                       absl::string_view upper_bound) {
-  // The upper bound slice must outlive the iterator: it is owned by the wrapper below.
+                                                       absl::string_view upper_bound,
+                                                       absl::string_view lower_bound) {
+  // The bound slices must outlive the iterator: they are owned by the wrapper below.
   class BoundedIterator : public rocksdb::Iterator {
    public:
     BoundedIterator(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* h,
-                    const rocksdb::Snapshot* snapshot, std::string bound)
-        : bound_(std::move(bound)), bound_slice_(bound_) {
+                    const rocksdb::Snapshot* snapshot, std::string upper, std::string lower)
+        : bound_(std::move(upper)),
+          lower_(std::move(lower)),
+          bound_slice_(bound_),
+          lower_slice_(lower_) {
       rocksdb::ReadOptions ro;
       ro.snapshot = snapshot;
       if (!bound_.empty()) ro.iterate_upper_bound = &bound_slice_;
+      if (!lower_.empty()) ro.iterate_lower_bound = &lower_slice_;
       it_.reset(db->NewIterator(ro, h));
     }
     bool Valid() const override { return it_->Valid(); }
@@ -220,10 +225,13 @@ std::unique_ptr<rocksdb::Iterator> Engine::NewIterator(Cf c, const rocksdb::Snap
 
    private:
     std::string bound_;
+    std::string lower_;
     rocksdb::Slice bound_slice_;
+    rocksdb::Slice lower_slice_;
     std::unique_ptr<rocksdb::Iterator> it_;
   };
-  return std::make_unique<BoundedIterator>(db_.get(), cf(c), snapshot, std::string(upper_bound));
+  return std::make_unique<BoundedIterator>(db_.get(), cf(c), snapshot, std::string(upper_bound),
+                                           std::string(lower_bound));
 }
 
 absl::Status Engine::Checkpoint(const std::string& dir) {

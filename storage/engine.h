@@ -64,8 +64,11 @@ class Engine {
   absl::Status Get(Cf cf, absl::string_view key, std::string* value, bool* found,
                    const rocksdb::Snapshot* snapshot = nullptr);
 
+  // An iterator over keys below `upper_bound` and from `lower_bound` on (empty: unbounded);
+  // a lower bound makes a backward scan (SeekToLast, Prev) stop at it.
   std::unique_ptr<rocksdb::Iterator> NewIterator(Cf cf, const rocksdb::Snapshot* snapshot = nullptr,
-                                                 absl::string_view upper_bound = {});
+                                                 absl::string_view upper_bound = {},
+                                                 absl::string_view lower_bound = {});
 
   rocksdb::DB* db() { return db_.get(); }
   rocksdb::ColumnFamilyHandle* cf(Cf c) { return handles_[static_cast<int>(c)]; }

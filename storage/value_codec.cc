@@ -24,6 +24,15 @@ void AppendInt(int64_t v, std::string* out) {
   PutBigEndian64(static_cast<uint64_t>(v) ^ (uint64_t{1} << 63), out);
 }
 
+// Order-preserving: negative floats have every bit flipped, others only the sign bit.
+void AppendFloatBits(double d, std::string* out) {
+  uint64_t bits;
+  std::memcpy(&bits, &d, sizeof(bits));
+  bits = (bits & (uint64_t{1} << 63)) ? ~bits : bits | (uint64_t{1} << 63);
+  out->push_back(kFloat);
+  PutBigEndian64(bits, out);
+}
+
 void AppendEscaped(absl::string_view s, std::string* out) {
   for (char c : s) {
     out->push_back(c);
@@ -68,11 +77,7 @@ absl::Status AppendScalar(const nlohmann::json& v, std::string* out) {
         return absl::OkStatus();
       }
       if (std::isnan(d)) return absl::InvalidArgumentError("NaN is not encodable");
-      uint64_t bits;
-      std::memcpy(&bits, &d, sizeof(bits));
-      bits = (bits & (uint64_t{1} << 63)) ? ~bits : bits | (uint64_t{1} << 63);
-      out->push_back(kFloat);
-      PutBigEndian64(bits, out);
+      AppendFloatBits(d, out);
       return absl::OkStatus();
     }
     case nlohmann::json::value_t::string:
@@ -83,6 +88,94 @@ absl::Status AppendScalar(const nlohmann::json& v, std::string* out) {
     default:
       return absl::InvalidArgumentError("arrays and objects have no scalar encoding");
   }
+}
+
+namespace {
+
+// Every key that continues an encoded value (a primary key's tag, or nothing) sorts below
+// the value followed by this byte.
+constexpr char kPastValue = '\xFF';
+
+// The integers in the range: [first, last] as int64, false if none.
+bool IntBounds(const nlohmann::json& lo, bool lo_inclusive, const nlohmann::json& hi,
+               bool hi_inclusive, int64_t* first, int64_t* last) {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  *first = kMin;
+  *last = kMax;
+  if (!lo.is_null()) {
+    int64_t i = 0;
+    if (ExactInt64(lo, &i)) {
+      if (!lo_inclusive && i == kMax) return false;
+      *first = lo_inclusive ? i : i + 1;
+    } else {
+      const double d = std::ceil(lo.get<double>());  // a non-integral bound: the next integer
+      if (d >= 9223372036854775808.0) return false;
+      if (d > -9223372036854775808.0) *first = static_cast<int64_t>(d);
+    }
+  }
+  if (!hi.is_null()) {
+    int64_t i = 0;
+    if (ExactInt64(hi, &i)) {
+      if (!hi_inclusive && i == kMin) return false;
+      *last = hi_inclusive ? i : i - 1;
+    } else {
+      const double d = std::floor(hi.get<double>());
+      if (d < -9223372036854775808.0) return false;
+      if (d < 9223372036854775808.0) *last = static_cast<int64_t>(d);
+    }
+  }
+  return *first <= *last;
+}
+
+}  // namespace
+
+std::vector<ValueRange> ValueRanges(bool numbers, const nlohmann::json& lo, bool lo_inclusive,
+                                    const nlohmann::json& hi, bool hi_inclusive) {
+  std::vector<ValueRange> out;
+  auto usable = [&](const nlohmann::json& b) {
+    if (b.is_null()) return true;
+    if (!numbers) return b.is_string();
+    return b.is_number() && !std::isnan(b.get<double>());
+  };
+  if (!usable(lo) || !usable(hi)) return out;
+  if (!numbers) {
+    ValueRange r{std::string(1, kString), std::string(1, kString + 1)};
+    if (!lo.is_null()) {
+      r.start.clear();
+      (void)AppendScalar(lo, &r.start);
+      if (!lo_inclusive) r.start.push_back(kPastValue);
+    }
+    if (!hi.is_null()) {
+      r.end.clear();
+      (void)AppendScalar(hi, &r.end);
+      if (hi_inclusive) r.end.push_back(kPastValue);
+    }
+    if (r.start < r.end) out.push_back(std::move(r));
+    return out;
+  }
+  int64_t first = 0, last = 0;
+  if (IntBounds(lo, lo_inclusive, hi, hi_inclusive, &first, &last)) {
+    ValueRange r;
+    AppendInt(first, &r.start);
+    AppendInt(last, &r.end);
+    r.end.push_back(kPastValue);
+    out.push_back(std::move(r));
+  }
+  // Floats hold non-integral values only, so an integral bound falls between two of them.
+  ValueRange f{std::string(1, kFloat), std::string(1, kFloat + 1)};
+  if (!lo.is_null()) {
+    f.start.clear();
+    AppendFloatBits(lo.get<double>(), &f.start);
+    if (!lo_inclusive) f.start.push_back(kPastValue);
+  }
+  if (!hi.is_null()) {
+    f.end.clear();
+    AppendFloatBits(hi.get<double>(), &f.end);
+    if (hi_inclusive) f.end.push_back(kPastValue);
+  }
+  if (f.start < f.end) out.push_back(std::move(f));
+  return out;
 }
 
 bool ExactInt64(const nlohmann::json& v, int64_t* out) {

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -36,6 +37,19 @@ bool ExactInt64(const nlohmann::json& v, int64_t* out);
 // Appends the string tag and the escaped body of `prefix` without the terminator: every
 // encoded string that starts with `prefix` starts with these bytes.
 void AppendStringPrefix(absl::string_view prefix, std::string* out);
+
+// Encoded values in [start, end), for a scan of keys that begin with an encoded value (index
+// entries: the value, then the primary key; record keys: the primary key alone).
+struct ValueRange {
+  std::string start;
+  std::string end;
+};
+// The values between `lo` and `hi` of one kind, numbers or strings (a null bound: unbounded on
+// that side; both null: every value of the kind `numbers` says). Integers and floats encode
+// under two tags, so numbers take up to two ranges, integers first. Empty when no value can
+// be in the range, or a bound is of the other kind.
+std::vector<ValueRange> ValueRanges(bool numbers, const nlohmann::json& lo, bool lo_inclusive,
+                                    const nlohmann::json& hi, bool hi_inclusive);
 
 // Decodes one value from the front of `*in`, advancing it. False on malformed input.
 bool ConsumeScalar(absl::string_view* in, nlohmann::json* out);

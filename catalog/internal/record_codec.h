@@ -32,6 +32,7 @@ nlohmann::json CoerceSearchValue(const AttributeDef& attribute, const nlohmann::
 // literal character, and "*" alone (every record) is not a pattern. Matches strings only.
 class Wildcard {
  public:
+  enum class Kind { kPrefix, kSuffix, kContains };
   // The pattern in `value`, if it is one.
   static std::optional<Wildcard> Parse(absl::string_view value);
   // The literal text every match starts with (empty unless a prefix): an index range.
@@ -39,9 +40,11 @@ class Wildcard {
   // Whether the index range of prefix() alone decides.
   bool prefix_only() const { return kind_ == Kind::kPrefix; }
   bool Matches(absl::string_view s) const;
+  Kind kind() const { return kind_; }
+  // The literal text around the `*`s.
+  const std::string& text() const { return text_; }
 
  private:
-  enum class Kind { kPrefix, kSuffix, kContains };
   Wildcard(Kind kind, std::string text) : kind_(kind), text_(std::move(text)) {}
   Kind kind_;
   std::string text_;

@@ -1023,18 +1023,33 @@ TEST_F(RecordStoreTest, C9_DropCancelsRunningScan) {
 TEST_F(RecordStoreTest, C9_DropCancelsAScanBetweenMatches) {
   TableSpec spec = Spec("db", "t");
   spec.attributes->push_back({"plain", v1::STRING, /*indexed=*/false});
+  spec.attributes->push_back({"n", v1::INT, /*indexed=*/true});
   json batch = json::array();
-  batch.push_back({{"id", 0}, {"plain", "yes"}});
-  for (int i = 1; i < 3000; ++i) batch.push_back({{"id", i}, {"plain", "no"}});
+  batch.push_back({{"id", 0}, {"plain", "yes"}, {"n", 0}});
+  for (int i = 1; i < 3000; ++i) batch.push_back({{"id", i}, {"plain", "no"}, {"n", i}});
   json ids = json::array({0});
   for (int i = 1; i < 3000; ++i) ids.push_back(100000 + i);  // absent
-  for (int round = 0; round < 2; ++round) {
-    SCOPED_TRACE(round == 0 ? "filtered scan" : "ids");
+  // search_by_conditions: an index range of 3,000 entries, each row read and filtered.
+  auto conditions = ParseConditionSearch(
+      json::parse(R"([{"search_attribute": "n", "search_type": "greater_than_equal",
+                       "search_value": 0},
+                      {"search_attribute": "plain", "search_type": "equals",
+                       "search_value": "yes"}])"),
+      nullptr, nullptr);
+  ASSERT_OK(conditions);
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round == 0 ? "filtered scan" : (round == 1 ? "ids" : "index range"));
     ASSERT_OK(catalog().CreateTable(spec));
     ASSERT_OK(Write("t", batch, WriteMode::kInsert));
     ExpectADropCancels(Live("db", "t"), [&](const RecordStore::Visitor& visit) {
-      return round == 0 ? records().SearchByValue("db", "t", "plain", "yes", {}, visit)
-                        : records().SearchById("db", "t", ids, {}, visit);
+      switch (round) {
+        case 0:
+          return records().SearchByValue("db", "t", "plain", "yes", {}, visit);
+        case 1:
+          return records().SearchById("db", "t", ids, {}, visit);
+        default:
+          return records().SearchByConditions("db", "t", *conditions, {}, visit);
+      }
     });
   }
 }

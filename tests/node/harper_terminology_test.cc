@@ -1,93 +1,13 @@
-// Harper clients work unchanged (issue 22, SPEC §5 "Harper compatibility"): the cases of
-// Harper's own API integration tests (HarperFast/harper, integrationTests/apiTests/tests),
-// replayed against one cairnd. The requests and the answers Harper's tests assert are carried
-// over as facts; the test code is ours. One suite per Harper file, in its order (later cases
-// depend on earlier ones, as there). A case cairn does not serve yet is listed as pending with
-// the reason, and reported, not asserted; a deliberate difference says why.
-#include <functional>
-#include <iostream>
-#include <string>
-#include <utility>
-#include <vector>
+// Harper's 16_terminologyUpdates.mjs (issue 22): see harper_compat.h.
+#include "tests/node/harper_compat.h"
 
-#include "absl/strings/str_cat.h"
-#include "cluster-tests/harness/cairnd_process.h"
-#include "tests/testing/testing.h"
-
-namespace cairn::testing {
+namespace cairn::testing::harper {
 namespace {
-
-using ::cairn::harness::CairndOptions;
-using ::cairn::harness::CairndProcess;
-using ::cairn::harness::HttpAnswer;
-using nlohmann::json;
-
-struct Case {
-  Case(std::string name, json request, int status, std::function<bool(const json&)> check,
-       std::string pending = "")
-      : name(std::move(name)),
-        request(std::move(request)),
-        status(status),
-        check(std::move(check)),
-        pending(std::move(pending)) {}
-  std::string name;  // Harper's test title
-  json request;
-  int status;
-  std::function<bool(const json& body)> check;  // what Harper's test asserts of the body
-  std::string pending;                          // non-empty: not served yet, and why
-};
-
-std::function<bool(const json&)> MessageIs(std::string message) {
-  return [message](const json& b) { return b.is_object() && b.value("message", "") == message; };
-}
-std::function<bool(const json&)> FirstIdIs(int id) {
-  return [id](const json& b) {
-    return b.is_array() && !b.empty() && b[0].is_object() && b[0].value("id", json()) == id;
-  };
-}
-std::function<bool(const json&)> Has(std::string key) {
-  return [key](const json& b) { return b.is_object() && b.contains(key); };
-}
-
-class HarperCompatTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    CairndOptions o;
-    o.data_dir = dir_.Sub("n1");
-    auto node = CairndProcess::Start(o);
-    ASSERT_OK(node);
-    node_ = std::move(*node);
-  }
-
-  // Runs the cases in order; returns how many passed and prints the pending ones.
-  void Run(const std::vector<Case>& cases) {
-    int passed = 0, pending = 0;
-    for (const Case& c : cases) {
-      SCOPED_TRACE(c.name);
-      HttpAnswer a = node_->Post(c.request);
-      const bool ok = a.status == c.status && c.check(a.json);
-      if (!c.pending.empty()) {
-        ++pending;
-        std::cerr << "pending: " << c.name << " (" << c.pending << ")"
-                  << (ok ? " — passes now: take it out of pending\n" : "\n");
-        continue;
-      }
-      EXPECT_TRUE(ok) << c.request.dump() << " -> " << a.status << " " << a.body;
-      passed += ok ? 1 : 0;
-    }
-    std::cerr << passed << " of " << cases.size() - pending << " cases pass, " << pending
-              << " pending\n";
-  }
-
-  TempDir dir_;
-  std::unique_ptr<CairndProcess> node_;
-};
 
 // 16_terminologyUpdates: every operation with and without `database` (Harper's default
 // database is "data"), and the older names. Out of scope (issue 22): the jobs
 // (delete_records_before, delete_audit_logs_before), csv_*_load, import_from_s3, export_*.
 TEST_F(HarperCompatTest, TerminologyUpdates16) {
-  const char* kConditionsPending = "search_by_conditions is not served yet (issue 22)";
   Run({
       {"create_database",
        {{"operation", "create_database"}, {"schema", "tuckerdoodle"}},
@@ -267,8 +187,7 @@ TEST_F(HarperCompatTest, TerminologyUpdates16) {
            {"search_type", "equals"},
            {"search_value", "Mr Sheriff Woody"}}}}},
        200,
-       FirstIdIs(1),
-       kConditionsPending},
+       FirstIdIs(1)},
       {"search_by_conditions with database",
        {{"operation", "search_by_conditions"},
         {"database", "tuckerdoodle"},
@@ -279,8 +198,7 @@ TEST_F(HarperCompatTest, TerminologyUpdates16) {
            {"search_type", "equals"},
            {"search_value", "Get extra large bone"}}}}},
        200,
-       FirstIdIs(1),
-       kConditionsPending},
+       FirstIdIs(1)},
       {"delete with database",
        {{"operation", "delete"},
         {"database", "tuckerdoodle"},
@@ -315,4 +233,4 @@ TEST_F(HarperCompatTest, TerminologyUpdates16) {
 }
 
 }  // namespace
-}  // namespace cairn::testing
+}  // namespace cairn::testing::harper

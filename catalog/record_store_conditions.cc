@@ -1,0 +1,370 @@
+// RecordStore::SearchByConditions (decision 104): plans which keys to read for Harper's
+// conditions, reads them at one RocksDB snapshot, and hands each matching row once to the
+// emitter (SPEC §5, D6, C9). search_by_value is one condition of it.
+//
+// A plan is a list of branches. A branch reads key ranges of the records (the primary key) or
+// of one attribute's index, for one leaf condition it reads exactly: a row is in the ranges
+// if and only if the leaf matches it (the same comparisons, search_conditions.cc). So a row
+// that branch i reads is emitted unless it fails the whole condition tree or an earlier
+// branch j < i read it too (its leaf matches), and an `or` of indexed conditions streams
+// without remembering keys. An array value has an index entry per element: a row is emitted
+// at the first of its entries the branch reads.
+#include <algorithm>
+#include <optional>
+#include <queue>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "catalog/internal/record_batch.h"
+#include "catalog/internal/record_codec.h"
+#include "catalog/internal/search_emitter.h"
+#include "catalog/record_store.h"
+#include "catalog/search_conditions.h"
+#include "common/status.h"
+#include "storage/keys.h"
+#include "storage/value_codec.h"
+
+namespace cairn::catalog {
+
+using internal::Emitter;
+using internal::IteratorStatus;
+using internal::kChunk;
+using internal::LoadSlots;
+using internal::ParseStored;
+using internal::Slot;
+using nlohmann::json;
+using storage::Cf;
+using storage::ToSlice;
+using storage::ValueRange;
+using storage::v1::StoredRecord;
+
+namespace {
+
+// What a branch costs to read, best first: one key, one index value, a key range, an index
+// range, an index filtered entry by entry (a suffix or substring of its values).
+enum Cost { kKey = 0, kIndexValue = 1, kKeyRange = 2, kIndexRange = 3, kIndexFilter = 4 };
+
+struct Branch {
+  const AttributeDef* index = nullptr;  // null: record keys
+  std::vector<ValueRange> ranges;       // of encoded values (primary keys for record keys)
+  const Condition* leaf = nullptr;      // what the ranges read; null: every row
+  int cost = kKey;
+};
+using Plan = std::vector<Branch>;
+
+int WorstCost(const Plan& plan) {
+  int worst = kKey;
+  for (const Branch& b : plan) worst = std::max(worst, b.cost);
+  return worst;
+}
+
+// The branch that reads exactly the rows `leaf` matches, if a key or index order helps.
+std::optional<Branch> BranchOf(const TableDef& def, const Condition& leaf) {
+  const AttributeDef* attr = def.FindAttribute(leaf.attribute);
+  if (attr == nullptr || (!attr->is_primary_key && !attr->indexed)) return std::nullopt;
+  Branch b;
+  b.index = attr->is_primary_key ? nullptr : attr;
+  b.leaf = &leaf;
+  const json& v = leaf.value;
+  const json null;
+  auto range = [&](const json& lo, bool lo_in, const json& hi, bool hi_in) {
+    const json& kind = lo.is_null() ? hi : lo;
+    if (!kind.is_number() && !kind.is_string()) return false;
+    if (!lo.is_null() && !hi.is_null() && lo.is_number() != hi.is_number()) return false;
+    b.ranges = storage::ValueRanges(kind.is_number(), lo, lo_in, hi, hi_in);
+    b.cost = b.index == nullptr ? kKeyRange : kIndexRange;
+    return true;
+  };
+  switch (leaf.comparator) {
+    case Comparator::kEquals: {
+      std::string key;
+      const bool encodable = b.index == nullptr ? storage::AppendPrimaryKey(v, &key).ok()
+                                                : storage::AppendScalar(v, &key).ok();
+      if (encodable) b.ranges.push_back({key, key + '\xFF'});  // else no row has it
+      b.cost = b.index == nullptr ? kKey : kIndexValue;
+      return b;
+    }
+    case Comparator::kStartsWith: {
+      if (!v.is_string()) return std::nullopt;
+      std::string start;
+      storage::AppendStringPrefix(v.get_ref<const std::string&>(), &start);
+      b.ranges.push_back({start, start + '\xFF'});
+      b.cost = b.index == nullptr ? kKeyRange : kIndexRange;
+      return b;
+    }
+    case Comparator::kContains:
+    case Comparator::kEndsWith:
+      // Every string value of the index, decided on the entry before the row is read.
+      if (b.index == nullptr || !v.is_string()) return std::nullopt;
+      b.ranges = storage::ValueRanges(/*numbers=*/false, null, true, null, true);
+      b.cost = kIndexFilter;
+      return b;
+    case Comparator::kGreaterThan:
+      if (range(v, false, null, true)) return b;
+      return std::nullopt;
+    case Comparator::kGreaterThanEqual:
+      if (range(v, true, null, true)) return b;
+      return std::nullopt;
+    case Comparator::kLessThan:
+      if (range(null, true, v, false)) return b;
+      return std::nullopt;
+    case Comparator::kLessThanEqual:
+      if (range(null, true, v, true)) return b;
+      return std::nullopt;
+    case Comparator::kBetween:
+      if (!v.is_null() && !leaf.upper.is_null() && range(v, true, leaf.upper, true)) return b;
+      return std::nullopt;
+    case Comparator::kNotEqual:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// The cheapest reads that find every row `c` matches; none if only a scan does.
+std::optional<Plan> PlanOf(const TableDef& def, const Condition& c) {
+  if (!c.is_group()) {
+    auto b = BranchOf(def, c);
+    if (!b) return std::nullopt;
+    return Plan{std::move(*b)};
+  }
+  if (c.children.empty()) return std::nullopt;
+  if (c.any) {  // every branch must have reads of its own
+    Plan all;
+    for (const Condition& child : c.children) {
+      auto p = PlanOf(def, child);
+      if (!p) return std::nullopt;
+      for (Branch& b : *p) all.push_back(std::move(b));
+    }
+    return all;
+  }
+  std::optional<Plan> best;  // `and`: the child whose reads cost least
+  for (const Condition& child : c.children) {
+    auto p = PlanOf(def, child);
+    if (p && (!best || WorstCost(*p) < WorstCost(*best) ||
+              (WorstCost(*p) == WorstCost(*best) && p->size() < best->size()))) {
+      best = std::move(p);
+    }
+  }
+  return best;
+}
+
+// A row a sort holds until the end: its sort values (nullopt: the attribute is absent) and
+// its record key.
+struct SortRow {
+  std::vector<std::optional<json>> values;
+  std::string key;
+};
+
+class SortOrder {
+ public:
+  SortOrder(const std::vector<SortKey>& keys, bool reverse) : keys_(keys), reverse_(reverse) {}
+  // Whether `a` comes before `b`: the sort keys in turn, then the primary key; all of it
+  // backwards for `reverse`.
+  bool operator()(const SortRow& a, const SortRow& b) const {
+    return reverse_ ? Before(b, a) : Before(a, b);
+  }
+
+ private:
+  bool Before(const SortRow& a, const SortRow& b) const {
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      const json* x = a.values[i] ? &*a.values[i] : nullptr;
+      const json* y = b.values[i] ? &*b.values[i] : nullptr;
+      int c = CompareForSort(x, y);
+      if (keys_[i].descending) c = -c;
+      if (c != 0) return c < 0;
+    }
+    return a.key < b.key;
+  }
+
+  const std::vector<SortKey>& keys_;
+  const bool reverse_;
+};
+
+}  // namespace
+
+absl::Status RecordStore::SearchByConditions(absl::string_view db, absl::string_view table,
+                                             ConditionSearch search, const SearchOptions& options,
+                                             const Visitor& visit) {
+  CAIRN_ASSIGN_OR_RETURN(TableRef def, Resolve(db, table));
+  CAIRN_RETURN_IF_ERROR(ResolveConditions(*def, &search));
+  std::vector<std::string> fields;
+  CAIRN_RETURN_IF_ERROR(ProjectInto(*def, options, &fields));
+  const bool sorted = !search.sort.empty();
+  const uint64_t keep = options.limit == 0 ? 0 : options.offset + options.limit;
+  if (sorted && (keep > kMaxSortRows || options.offset > kMaxSortRows)) {
+    return Error(ErrorCode::kBadRequest,
+                 absl::StrCat("a sorted search returns at most ", kMaxSortRows,
+                              " rows: lower 'offset' + 'limit'"));
+  }
+  if (sorted && keep == 0) {
+    CAIRN_ASSIGN_OR_RETURN(uint64_t rows, RecordCount(*def));
+    if (rows > kMaxSortRows) {
+      return Error(ErrorCode::kBadRequest,
+                   absl::StrCat("a sort over ", def->QualifiedName(), " (", rows,
+                                " rows) needs a 'limit' (at most ", kMaxSortRows, ")"));
+    }
+  }
+  if (options.validate_only) return absl::OkStatus();
+  CAIRN_ASSIGN_OR_RETURN(Gate::Token token, def->state()->Admit(def->QualifiedName()));
+  Emitter emit(*def, options, std::move(fields), visit, options_.faults);
+  storage::ScopedSnapshot snapshot(engine_);
+  const uint64_t generation = def->generation_id();
+
+  Plan plan;
+  if (auto p = PlanOf(*def, search.root)) {
+    plan = std::move(*p);
+  } else {
+    plan.push_back(Branch{});  // every row, filtered
+  }
+
+  // Sorted: the best `keep` rows (or all) in a heap whose top is the last of them.
+  SortOrder order(search.sort, options.reverse);
+  std::priority_queue<SortRow, std::vector<SortRow>, SortOrder> best(order);
+  std::vector<SortRow> all;
+
+  // A row read by branch `i` at `entry` (its index key; empty for record keys). False: stop.
+  auto consider = [&](size_t i, const StoredRecord& rec, const std::string& record_key,
+                      absl::string_view entry) -> absl::StatusOr<bool> {
+    if (rec.deleted()) return true;
+    const Branch& branch = plan[i];
+    json body = ParseStored(rec.json());
+    internal::DropStripped(*def, rec.version(), &body);
+    // The branch's own leaf too: an index entry a strip has still to remove reads a row whose
+    // value is gone.
+    if (branch.leaf != nullptr && !Matches(*branch.leaf, body)) return true;
+    if (!Matches(search.root, body)) return true;
+    for (size_t j = 0; j < i; ++j) {
+      if (Matches(*plan[j].leaf, body)) return true;  // branch j read it first
+    }
+    if (branch.index != nullptr) {
+      // One row per array: at the first of its entries in this branch's reading order.
+      auto field = body.find(branch.index->name);
+      if (field != body.end() && field->is_array()) {
+        const absl::string_view pk =
+            absl::string_view(record_key).substr(storage::GenerationPrefix(generation).size());
+        const std::string prefix = storage::IndexAttributePrefix(generation, branch.index->id);
+        std::optional<std::string> first;
+        for (const json& e : *field) {
+          std::string k = prefix;
+          if (e.is_structured() || !storage::AppendScalar(e, &k).ok()) continue;
+          k.append(pk.data(), pk.size());
+          const absl::string_view value(k.data() + prefix.size(), k.size() - prefix.size());
+          const bool in =
+              std::any_of(branch.ranges.begin(), branch.ranges.end(),
+                          [&](const ValueRange& r) { return value >= r.start && value < r.end; }) &&
+              ScalarMatches(*branch.leaf, e);
+          if (in && (!first || (options.reverse ? k > *first : k < *first))) first = std::move(k);
+        }
+        if (first && *first != entry) return true;
+      }
+    }
+    if (!sorted) {
+      json* hand_over = &body;
+      return emit.Row(rec, hand_over);
+    }
+    SortRow row;
+    row.key = record_key;
+    for (const SortKey& key : search.sort) {
+      auto f = body.find(key.attribute);
+      row.values.push_back(f == body.end() ? std::nullopt : std::optional<json>(*f));
+    }
+    if (keep == 0) {
+      all.push_back(std::move(row));
+    } else if (best.size() < keep || order(row, best.top())) {
+      best.push(std::move(row));
+      if (best.size() > keep) best.pop();
+    }
+    return true;
+  };
+
+  // Reads one branch, range by range, forward or backward. False: stop.
+  auto read = [&](size_t i) -> absl::StatusOr<bool> {
+    const Branch& branch = plan[i];
+    const std::string gen_prefix = storage::GenerationPrefix(generation);
+    const std::string prefix = branch.index == nullptr
+                                   ? gen_prefix
+                                   : storage::IndexAttributePrefix(generation, branch.index->id);
+    std::vector<ValueRange> ranges = branch.ranges;
+    if (branch.leaf == nullptr) {  // every row: the generation's record keys
+      ranges = {ValueRange{"", ""}};
+    }
+    if (options.reverse) std::reverse(ranges.begin(), ranges.end());
+    for (const ValueRange& r : ranges) {
+      const std::string lower = prefix + r.start;
+      const std::string upper =
+          r.end.empty() ? storage::GenerationPrefix(generation + 1) : prefix + r.end;
+      auto it = engine_->NewIterator(branch.index == nullptr ? Cf::kRecords : Cf::kIndexes,
+                                     snapshot.get(), upper, lower);
+      options.reverse ? it->SeekToLast() : it->Seek(ToSlice(lower));
+      for (; it->Valid(); options.reverse ? it->Prev() : it->Next()) {
+        CAIRN_RETURN_IF_ERROR(emit.Visit());
+        absl::StatusOr<bool> more = true;
+        if (branch.index == nullptr) {
+          StoredRecord rec;
+          if (!rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+            return absl::DataLossError(absl::StrCat("unreadable record in ", def->QualifiedName()));
+          }
+          more = consider(i, rec, std::string(storage::ToView(it->key())), {});
+        } else {
+          absl::string_view rest = storage::ToView(it->key());
+          rest.remove_prefix(prefix.size());
+          json indexed;
+          if (!storage::ConsumeScalar(&rest, &indexed)) {
+            return absl::DataLossError(
+                absl::StrCat("unreadable index entry in ", def->QualifiedName()));
+          }
+          // A suffix or substring decides on the entry, before the row is read.
+          if (!ScalarMatches(*branch.leaf, indexed)) continue;
+          std::vector<Slot> slots(1);
+          slots[0].def = def.get();
+          slots[0].key = gen_prefix + std::string(rest);
+          CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &slots, snapshot.get()));
+          if (!slots[0].stored) continue;
+          more = consider(i, slots[0].original, slots[0].key, storage::ToView(it->key()));
+        }
+        if (!more.ok()) return more.status();
+        if (!*more) return false;
+      }
+      CAIRN_RETURN_IF_ERROR(IteratorStatus(*it));
+    }
+    return true;
+  };
+
+  for (size_t i = 0; i < plan.size(); ++i) {
+    CAIRN_ASSIGN_OR_RETURN(bool more, read(i));
+    if (!more) return absl::OkStatus();
+  }
+  if (!sorted) return absl::OkStatus();
+
+  // The sorted rows, read again from the same snapshot in chunks.
+  if (keep != 0) {
+    all.reserve(best.size());
+    while (!best.empty()) {
+      all.push_back(std::move(const_cast<SortRow&>(best.top())));
+      best.pop();
+    }
+  }
+  std::sort(all.begin(), all.end(), order);
+  for (size_t start = 0; start < all.size(); start += kChunk) {
+    std::vector<Slot> slots;
+    for (size_t i = start; i < std::min(all.size(), start + kChunk); ++i) {
+      Slot s;
+      s.def = def.get();
+      s.key = std::move(all[i].key);
+      slots.push_back(std::move(s));
+    }
+    CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &slots, snapshot.get()));
+    for (Slot& s : slots) {
+      CAIRN_RETURN_IF_ERROR(emit.Visit());
+      if (!s.stored) continue;
+      CAIRN_ASSIGN_OR_RETURN(bool more,
+                             emit.Row(s.original, s.original_live ? &s.original_json : nullptr));
+      if (!more) return absl::OkStatus();
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cairn::catalog

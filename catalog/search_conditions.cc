@@ -1,0 +1,318 @@
+#include "catalog/search_conditions.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "catalog/internal/record_codec.h"
+#include "catalog/schema.h"
+#include "common/status.h"
+#include "storage/value_codec.h"
+
+namespace cairn::catalog {
+namespace {
+
+using nlohmann::json;
+
+// Conditions may nest this deep (groups in groups); deeper is refused before recursion.
+constexpr int kMaxGroupDepth = 16;
+
+struct ComparatorName {
+  const char* name;
+  Comparator comparator;
+};
+// Harper's names, then the short forms its resource API takes.
+constexpr ComparatorName kComparators[] = {
+    {"equals", Comparator::kEquals},
+    {"not_equal", Comparator::kNotEqual},
+    {"contains", Comparator::kContains},
+    {"starts_with", Comparator::kStartsWith},
+    {"ends_with", Comparator::kEndsWith},
+    {"greater_than", Comparator::kGreaterThan},
+    {"greater_than_equal", Comparator::kGreaterThanEqual},
+    {"less_than", Comparator::kLessThan},
+    {"less_than_equal", Comparator::kLessThanEqual},
+    {"between", Comparator::kBetween},
+    {"eq", Comparator::kEquals},
+    {"ne", Comparator::kNotEqual},
+    {"gt", Comparator::kGreaterThan},
+    {"ge", Comparator::kGreaterThanEqual},
+    {"gte", Comparator::kGreaterThanEqual},
+    {"lt", Comparator::kLessThan},
+    {"le", Comparator::kLessThanEqual},
+    {"lte", Comparator::kLessThanEqual},
+};
+
+absl::Status Bad(std::string message) { return Error(ErrorCode::kBadRequest, std::move(message)); }
+
+// The field named `name` or its alias, or null.
+const json* Field(const json& object, const char* name, const char* alias) {
+  auto it = object.find(name);
+  if (it != object.end()) return &*it;
+  it = object.find(alias);
+  return it != object.end() ? &*it : nullptr;
+}
+
+absl::StatusOr<bool> ParseOperator(const json* op, const std::string& where) {
+  if (op == nullptr || op->is_null()) return false;
+  if (op->is_string()) {
+    const std::string& s = op->get_ref<const std::string&>();
+    if (absl::EqualsIgnoreCase(s, "and")) return false;
+    if (absl::EqualsIgnoreCase(s, "or")) return true;
+  }
+  return Bad(absl::StrCat("'", where, "operator' must be \"and\" or \"or\""));
+}
+
+absl::Status ParseGroup(const json& conditions, bool any, int depth, const std::string& where,
+                        Condition* group);
+
+absl::Status ParseOne(const json& c, int depth, const std::string& where, Condition* out) {
+  if (!c.is_object()) return Bad(absl::StrCat("'", where, "' must be an object"));
+  if (auto nested = c.find("conditions"); nested != c.end()) {
+    auto op = c.find("operator");
+    CAIRN_ASSIGN_OR_RETURN(bool any, ParseOperator(op == c.end() ? nullptr : &*op, where + "."));
+    return ParseGroup(*nested, any, depth + 1, where + ".conditions", out);
+  }
+  const json* attribute = Field(c, "search_attribute", "attribute");
+  if (attribute == nullptr || !attribute->is_string() ||
+      attribute->get_ref<const std::string&>().empty()) {
+    return Bad(absl::StrCat("'", where, ".search_attribute' must be a non-empty string"));
+  }
+  const json* type = Field(c, "search_type", "comparator");
+  if (type == nullptr || !type->is_string()) {
+    return Bad(absl::StrCat("'", where, ".search_type' must be a string"));
+  }
+  const std::string& name = type->get_ref<const std::string&>();
+  auto known = std::find_if(std::begin(kComparators), std::end(kComparators),
+                            [&](const ComparatorName& n) { return name == n.name; });
+  if (known == std::end(kComparators)) {
+    return Bad(absl::StrCat("'", where, ".search_type' '", name,
+                            "' is not one of equals, not_equal, contains, starts_with, "
+                            "ends_with, greater_than, greater_than_equal, less_than, "
+                            "less_than_equal, between"));
+  }
+  const json* value = Field(c, "search_value", "value");
+  if (value == nullptr) return Bad(absl::StrCat("'", where, ".search_value' is required"));
+  out->attribute = attribute->get<std::string>();
+  out->comparator = known->comparator;
+  if (out->comparator == Comparator::kBetween) {
+    if (!value->is_array() || value->size() != 2 || (*value)[0].is_structured() ||
+        (*value)[1].is_structured()) {
+      return Bad(absl::StrCat("'", where,
+                              ".search_value' of a between condition must be an array of two "
+                              "values, [lower, upper]"));
+    }
+    out->value = (*value)[0];
+    out->upper = (*value)[1];
+    return absl::OkStatus();
+  }
+  if (value->is_structured()) {
+    return Bad(
+        absl::StrCat("'", where, ".search_value' must be a string, number, boolean or null"));
+  }
+  out->value = *value;
+  return absl::OkStatus();
+}
+
+absl::Status ParseGroup(const json& conditions, bool any, int depth, const std::string& where,
+                        Condition* group) {
+  if (depth > kMaxGroupDepth) {
+    return Bad(absl::StrCat("conditions nest deeper than ", kMaxGroupDepth, " groups"));
+  }
+  if (!conditions.is_array()) return Bad(absl::StrCat("'", where, "' must be an array"));
+  group->any = any;
+  group->children.resize(conditions.size());
+  for (size_t i = 0; i < conditions.size(); ++i) {
+    CAIRN_RETURN_IF_ERROR(
+        ParseOne(conditions[i], depth, absl::StrCat(where, "[", i, "]"), &group->children[i]));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ResolveCondition(const TableDef& def, Condition* c) {
+  if (c->is_group()) {
+    for (Condition& child : c->children) CAIRN_RETURN_IF_ERROR(ResolveCondition(def, &child));
+    return absl::OkStatus();
+  }
+  const AttributeDef* attr = def.FindAttribute(c->attribute);
+  if (attr == nullptr) {
+    return Error(ErrorCode::kUnknownAttribute,
+                 absl::StrCat("unknown attribute '", c->attribute, "' in conditions"));
+  }
+  switch (c->comparator) {
+    case Comparator::kContains:
+    case Comparator::kStartsWith:
+    case Comparator::kEndsWith:
+      break;  // text comparisons: the value as given
+    default:
+      c->value = internal::CoerceSearchValue(*attr, c->value);
+      c->upper = internal::CoerceSearchValue(*attr, c->upper);
+  }
+  return absl::OkStatus();
+}
+
+// The kind rank of CompareForSort (and of range comparisons: only equal kinds compare).
+int KindRank(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null:
+      return 1;
+    case json::value_t::boolean:
+      return 2;
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+    case json::value_t::number_float:
+      return 3;
+    case json::value_t::string:
+      return 4;
+    default:
+      return 5;
+  }
+}
+
+// Same-kind order: numbers by value (exactly for integers), strings by bytes (the index's
+// order), booleans false < true.
+int CompareSameKind(const json& a, const json& b) {
+  switch (KindRank(a)) {
+    case 2:
+      return static_cast<int>(a.get<bool>()) - static_cast<int>(b.get<bool>());
+    case 3: {
+      int64_t x = 0, y = 0;
+      if (storage::ExactInt64(a, &x) && storage::ExactInt64(b, &y)) {
+        return x < y ? -1 : (x > y ? 1 : 0);
+      }
+      const double dx = a.get<double>(), dy = b.get<double>();
+      return dx < dy ? -1 : (dx > dy ? 1 : 0);
+    }
+    case 4: {
+      const int c = a.get_ref<const std::string&>().compare(b.get_ref<const std::string&>());
+      return c < 0 ? -1 : (c > 0 ? 1 : 0);
+    }
+    case 5: {
+      const int c = a.dump().compare(b.dump());
+      return c < 0 ? -1 : (c > 0 ? 1 : 0);
+    }
+    default:
+      return 0;
+  }
+}
+
+// A range comparison holds only between values of one kind (a number is never greater than
+// a string): what an index range reads gives the same rows.
+bool InRange(const json& v, const Condition& c) {
+  if (v.is_null() || v.is_structured()) return false;
+  auto cmp = [&](const json& bound, int* out) {
+    if (bound.is_null() || KindRank(bound) != KindRank(v)) return false;
+    *out = CompareSameKind(v, bound);
+    return true;
+  };
+  int lo = 0, hi = 0;
+  switch (c.comparator) {
+    case Comparator::kGreaterThan:
+      return cmp(c.value, &lo) && lo > 0;
+    case Comparator::kGreaterThanEqual:
+      return cmp(c.value, &lo) && lo >= 0;
+    case Comparator::kLessThan:
+      return cmp(c.value, &hi) && hi < 0;
+    case Comparator::kLessThanEqual:
+      return cmp(c.value, &hi) && hi <= 0;
+    case Comparator::kBetween:
+      return cmp(c.value, &lo) && lo >= 0 && cmp(c.upper, &hi) && hi <= 0;
+    default:
+      return false;
+  }
+}
+
+std::string AsText(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace
+
+bool ScalarMatches(const Condition& c, const json& v) {
+  switch (c.comparator) {
+    case Comparator::kEquals:
+    case Comparator::kNotEqual:
+      return internal::FieldMatches(v, c.value, nullptr);
+    case Comparator::kContains:
+      return v.is_string() && absl::StrContains(v.get_ref<const std::string&>(), AsText(c.value));
+    case Comparator::kStartsWith:
+      return v.is_string() && absl::StartsWith(v.get_ref<const std::string&>(), AsText(c.value));
+    case Comparator::kEndsWith:
+      return v.is_string() && absl::EndsWith(v.get_ref<const std::string&>(), AsText(c.value));
+    default:
+      return InRange(v, c);
+  }
+}
+
+absl::StatusOr<ConditionSearch> ParseConditionSearch(const json& conditions, const json* op,
+                                                     const json* sort) {
+  ConditionSearch out;
+  CAIRN_ASSIGN_OR_RETURN(bool any, ParseOperator(op, ""));
+  CAIRN_RETURN_IF_ERROR(ParseGroup(conditions, any, 0, "conditions", &out.root));
+  const json* level = sort;
+  for (int depth = 0; level != nullptr && !level->is_null(); ++depth) {
+    if (!level->is_object() || depth > kMaxGroupDepth) {
+      return Bad("'sort' must be an object {attribute, descending, next}");
+    }
+    auto attribute = level->find("attribute");
+    if (attribute == level->end() || !attribute->is_string() ||
+        attribute->get_ref<const std::string&>().empty()) {
+      return Bad("'sort.attribute' must be a non-empty string");
+    }
+    SortKey key{attribute->get<std::string>(), false};
+    auto descending = level->find("descending");
+    if (descending != level->end() && !descending->is_null()) {
+      if (!descending->is_boolean()) return Bad("'sort.descending' must be a boolean");
+      key.descending = descending->get<bool>();
+    }
+    out.sort.push_back(std::move(key));
+    auto next = level->find("next");
+    level = next == level->end() ? nullptr : &*next;
+  }
+  return out;
+}
+
+absl::Status ResolveConditions(const TableDef& def, ConditionSearch* search) {
+  CAIRN_RETURN_IF_ERROR(ResolveCondition(def, &search->root));
+  for (const SortKey& key : search->sort) {
+    if (def.FindAttribute(key.attribute) == nullptr) {
+      return Error(ErrorCode::kUnknownAttribute,
+                   absl::StrCat("unknown attribute '", key.attribute, "' in sort"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool Matches(const Condition& c, const json& record) {
+  if (c.is_group()) {
+    if (c.any) {
+      return std::any_of(c.children.begin(), c.children.end(),
+                         [&](const Condition& child) { return Matches(child, record); });
+    }
+    return std::all_of(c.children.begin(), c.children.end(),
+                       [&](const Condition& child) { return Matches(child, record); });
+  }
+  auto field = record.find(c.attribute);
+  const bool negated = c.comparator == Comparator::kNotEqual;
+  if (field == record.end()) return negated;
+  bool found = false;
+  if (field->is_array()) {
+    found = std::any_of(field->begin(), field->end(),
+                        [&](const json& e) { return !e.is_array() && ScalarMatches(c, e); });
+  } else {
+    found = ScalarMatches(c, *field);
+  }
+  return negated ? !found : found;
+}
+
+int CompareForSort(const json* a, const json* b) {
+  const int ra = a == nullptr ? 0 : KindRank(*a), rb = b == nullptr ? 0 : KindRank(*b);
+  if (ra != rb) return ra < rb ? -1 : 1;
+  if (ra == 0) return 0;
+  return CompareSameKind(*a, *b);
+}
+
+}  // namespace cairn::catalog

@@ -1,0 +1,79 @@
+// search_by_conditions (SPEC §5, Harper compatibility; decision 104): Harper's conditions,
+// parsed from a request and matched against records. RecordStore::SearchByConditions plans
+// the reads (catalog/record_store_conditions.cc); this file says what matches. Thread-
+// compatible value types and free functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace cairn::catalog {
+
+class TableDef;
+
+enum class Comparator {
+  kEquals,
+  kNotEqual,
+  kContains,
+  kStartsWith,
+  kEndsWith,
+  kGreaterThan,
+  kGreaterThanEqual,
+  kLessThan,
+  kLessThanEqual,
+  kBetween,
+};
+
+// A condition: a leaf compares one attribute with a value; a group joins its children with
+// `and` or `or`. Invariant: a leaf has an attribute and no children; a group has no
+// attribute.
+struct Condition {
+  std::string attribute;  // empty for a group
+  Comparator comparator = Comparator::kEquals;
+  nlohmann::json value;  // kBetween: the lower bound
+  nlohmann::json upper;  // kBetween only
+  bool any = false;      // a group: `or` (else `and`)
+  std::vector<Condition> children;
+
+  bool is_group() const { return attribute.empty(); }
+};
+
+struct SortKey {
+  std::string attribute;
+  bool descending = false;
+};
+
+struct ConditionSearch {
+  Condition root;             // a group
+  std::vector<SortKey> sort;  // outermost first; empty: in the order the reads find rows
+};
+
+// Parses Harper's fields: `conditions` (an array of conditions, each {search_attribute |
+// attribute, search_type | comparator, search_value | value}, or a group {operator,
+// conditions}), the top-level `operator` ("and" by default; null if absent) and `sort`
+// ({attribute, descending, next: {...}}; null if absent). BAD_REQUEST naming what is wrong.
+absl::StatusOr<ConditionSearch> ParseConditionSearch(const nlohmann::json& conditions,
+                                                     const nlohmann::json* op,
+                                                     const nlohmann::json* sort);
+
+// Checks every attribute a condition or the sort names exists in `def` (UNKNOWN_ATTRIBUTE)
+// and makes values fit their attribute's type ("5" searches an Int attribute as 5).
+absl::Status ResolveConditions(const TableDef& def, ConditionSearch* search);
+
+// Whether `record` (a body with dropped attributes removed) matches. A leaf on an attribute
+// the record lacks matches only not_equal; on an array, a leaf matches if an element does
+// (not_equal: if no element is equal).
+bool Matches(const Condition& condition, const nlohmann::json& record);
+
+// Whether one scalar (an element of an array field, or an index entry's value) satisfies the
+// leaf `condition` (not_equal: whether it is equal).
+bool ScalarMatches(const Condition& condition, const nlohmann::json& value);
+
+// The order `sort` sets: negative if `a` comes before `b`. Values of different kinds order
+// missing < null < booleans < numbers < strings < arrays and objects.
+int CompareForSort(const nlohmann::json* a, const nlohmann::json* b);
+
+}  // namespace cairn::catalog
