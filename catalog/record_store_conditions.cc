@@ -42,6 +42,10 @@ using storage::v1::StoredRecord;
 
 namespace {
 
+// Rows an index branch reads with one MultiGet: a few hundred microseconds before its first
+// row, a fraction of the per-row cost after.
+constexpr size_t kIndexBatch = 64;
+
 // What a branch costs to read, best first: one key, one index value, a key range, an index
 // range, an index filtered entry by entry (a suffix or substring of its values).
 enum Cost { kKey = 0, kIndexValue = 1, kKeyRange = 2, kIndexRange = 3, kIndexFilter = 4 };
@@ -224,12 +228,13 @@ absl::Status RecordStore::SearchByConditions(absl::string_view db, absl::string_
   std::priority_queue<SortRow, std::vector<SortRow>, SortOrder> best(order);
   std::vector<SortRow> all;
 
-  // A row read by branch `i` at `entry` (its index key; empty for record keys). False: stop.
+  // A row read by branch `i` at `entry` (its index key; empty for record keys), its body
+  // already parsed when `parsed` is given. False: stop.
   auto consider = [&](size_t i, const StoredRecord& rec, const std::string& record_key,
-                      absl::string_view entry) -> absl::StatusOr<bool> {
+                      absl::string_view entry, json* parsed) -> absl::StatusOr<bool> {
     if (rec.deleted()) return true;
     const Branch& branch = plan[i];
-    json body = ParseStored(rec.json());
+    json body = parsed != nullptr ? std::move(*parsed) : ParseStored(rec.json());
     internal::DropStripped(*def, rec.version(), &body);
     // The branch's own leaf too: an index entry a strip has still to remove reads a row whose
     // value is gone.
@@ -297,37 +302,58 @@ absl::Status RecordStore::SearchByConditions(absl::string_view db, absl::string_
           r.end.empty() ? storage::GenerationPrefix(generation + 1) : prefix + r.end;
       auto it = engine_->NewIterator(branch.index == nullptr ? Cf::kRecords : Cf::kIndexes,
                                      snapshot.get(), upper, lower);
+      // Index entries point at rows read kIndexBatch at a time (one MultiGet).
+      std::vector<Slot> rows;
+      std::vector<std::string> entries;
+      auto read_rows = [&]() -> absl::StatusOr<bool> {
+        CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &rows, snapshot.get()));
+        for (size_t k = 0; k < rows.size(); ++k) {
+          Slot& row = rows[k];
+          if (!row.stored) continue;
+          CAIRN_ASSIGN_OR_RETURN(bool more,
+                                 consider(i, row.original, row.key, entries[k],
+                                          row.original_live ? &row.original_json : nullptr));
+          if (!more) return false;
+        }
+        rows.clear();
+        entries.clear();
+        return true;
+      };
       options.reverse ? it->SeekToLast() : it->Seek(ToSlice(lower));
       for (; it->Valid(); options.reverse ? it->Prev() : it->Next()) {
         CAIRN_RETURN_IF_ERROR(emit.Visit());
-        absl::StatusOr<bool> more = true;
         if (branch.index == nullptr) {
           StoredRecord rec;
           if (!rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
             return absl::DataLossError(absl::StrCat("unreadable record in ", def->QualifiedName()));
           }
-          more = consider(i, rec, std::string(storage::ToView(it->key())), {});
-        } else {
-          absl::string_view rest = storage::ToView(it->key());
-          rest.remove_prefix(prefix.size());
-          json indexed;
-          if (!storage::ConsumeScalar(&rest, &indexed)) {
-            return absl::DataLossError(
-                absl::StrCat("unreadable index entry in ", def->QualifiedName()));
-          }
-          // A suffix or substring decides on the entry, before the row is read.
-          if (!ScalarMatches(*branch.leaf, indexed)) continue;
-          std::vector<Slot> slots(1);
-          slots[0].def = def.get();
-          slots[0].key = gen_prefix + std::string(rest);
-          CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &slots, snapshot.get()));
-          if (!slots[0].stored) continue;
-          more = consider(i, slots[0].original, slots[0].key, storage::ToView(it->key()));
+          CAIRN_ASSIGN_OR_RETURN(
+              bool more, consider(i, rec, std::string(storage::ToView(it->key())), {}, nullptr));
+          if (!more) return false;
+          continue;
         }
-        if (!more.ok()) return more.status();
-        if (!*more) return false;
+        absl::string_view rest = storage::ToView(it->key());
+        rest.remove_prefix(prefix.size());
+        json indexed;
+        if (!storage::ConsumeScalar(&rest, &indexed)) {
+          return absl::DataLossError(
+              absl::StrCat("unreadable index entry in ", def->QualifiedName()));
+        }
+        // A suffix or substring decides on the entry, before the row is read.
+        if (!ScalarMatches(*branch.leaf, indexed)) continue;
+        Slot row;
+        row.def = def.get();
+        row.key = gen_prefix + std::string(rest);
+        rows.push_back(std::move(row));
+        entries.emplace_back(storage::ToView(it->key()));
+        if (rows.size() >= kIndexBatch) {
+          CAIRN_ASSIGN_OR_RETURN(bool more, read_rows());
+          if (!more) return false;
+        }
       }
       CAIRN_RETURN_IF_ERROR(IteratorStatus(*it));
+      CAIRN_ASSIGN_OR_RETURN(bool more, read_rows());
+      if (!more) return false;
     }
     return true;
   };

@@ -653,7 +653,7 @@ Reply OpsApi::StreamedArray(
       [search = std::move(search), what = std::move(what), key_order = std::move(key_order),
        node_name = options_.node_name](const std::function<bool(absl::string_view)>& write) {
         std::string chunk = "[";
-        bool first = true, client_gone = false;
+        bool first = true, client_gone = false, sent_first = false;
         absl::Status s = search([&](const json& record) {
           if (!first) chunk.push_back(',');
           first = false;
@@ -673,7 +673,10 @@ Reply OpsApi::StreamedArray(
             }
             chunk.push_back('}');
           }
-          if (chunk.size() >= kStreamChunkBytes) {
+          // The first row goes out at once (a client sees the answer start), then 64 KiB at a
+          // time.
+          if (chunk.size() >= kStreamChunkBytes || !sent_first) {
+            sent_first = true;
             client_gone = !write(chunk);
             chunk.clear();
           }

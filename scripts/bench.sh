@@ -38,8 +38,9 @@ if [ "$quick" = 1 ]; then
   drop=(--rounds 2)
   verify=(--records 3000 --seconds 1)
   strip=(--records 3000 --seconds 1)
+  search=(--records 3000 --runs 1)
 else
-  ceiling=() node=() replication=() copy=() cluster=() drop=() verify=() strip=()
+  ceiling=() node=() replication=() copy=() cluster=() drop=() verify=() strip=() search=()
 fi
 
 echo "load before the run: $(cat /proc/loadavg)"
@@ -59,6 +60,7 @@ run cluster "${cluster[@]}"
 run drop --series "$out" "${drop[@]}"
 run verify "${verify[@]}"
 run strip "${strip[@]}"
+run search "${search[@]}"
 if [ "$quick" = 0 ] && [ -x "$build/bench/record_bench" ]; then
   echo
   echo "== record_bench (unit benchmarks of the write path)"

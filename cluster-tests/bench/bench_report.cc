@@ -1,6 +1,6 @@
 // bench_report: merges the JSON of one scripts/bench.sh run (ceiling_bench, node_bench,
-// replication_bench, copy_bench, cluster_bench, drop_bench, verify_bench, strip_bench, each in
-// DIR/<name>.json) into
+// replication_bench, copy_bench, cluster_bench, drop_bench, verify_bench, strip_bench,
+// search_bench, each in DIR/<name>.json) into
 // DIR/bench-results.json, and prints the table of every figure beside its aim (issue 7) and
 // its share of this machine's ceiling measured in the same run. The table is Markdown, so
 // the README's "Performance" section can show it as printed (it is also in
@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   const json ceiling = Load(dir, "ceiling"), node = Load(dir, "node"),
              replication = Load(dir, "replication"), copy = Load(dir, "copy"),
              cluster = Load(dir, "cluster"), drop = Load(dir, "drop"), verify = Load(dir, "verify"),
-             strip = Load(dir, "strip");
+             strip = Load(dir, "strip"), search = Load(dir, "search");
 
   const std::optional<double> storage_batch = At(ceiling, "/storage/batch100_records_per_s");
   const std::optional<double> storage_single = At(ceiling, "/storage/single_records_per_s");
@@ -173,6 +173,23 @@ int main(int argc, char** argv) {
                   "rows/s", std::nullopt, true, storage_scan, "RocksDB iteration"});
   rows.push_back({"i", "writes kept while both nodes strip", At(strip, "/foreground/share"),
                   "share", 0.9, true, std::nullopt, ""});
+  // Issue 22: search_by_conditions on one node, through an index and by a scan.
+  const std::string search_rows = Count(At(search, "/records"));
+  rows.push_back({"j",
+                  absl::StrCat("search_by_conditions, indexed equality over ", search_rows,
+                               " rows: first row"),
+                  At(search, "/equality/first_row_ms"), "ms", std::nullopt, false, std::nullopt,
+                  ""});
+  rows.push_back({"j",
+                  absl::StrCat("  whole answer (", Count(At(search, "/equality/rows")), " rows)"),
+                  At(search, "/equality/whole_ms"), "ms", std::nullopt, false, std::nullopt, ""});
+  rows.push_back({"j", "  indexed range (between): first row", At(search, "/range/first_row_ms"),
+                  "ms", std::nullopt, false, std::nullopt, ""});
+  rows.push_back({"j", absl::StrCat("  whole answer (", Count(At(search, "/range/rows")), " rows)"),
+                  At(search, "/range/whole_ms"), "ms", std::nullopt, false, std::nullopt, ""});
+  rows.push_back({"j", "  a condition no index serves: rows read",
+                  At(search, "/scan/rows_read_per_s"), "rows/s", std::nullopt, true, storage_scan,
+                  "RocksDB iteration"});
   std::optional<double> idle, loaded;
   if (cluster.is_object()) {
     for (const json& v : cluster["rss_mib"].value("idle", json::array())) {
@@ -231,7 +248,8 @@ int main(int argc, char** argv) {
                                   {"cluster", &cluster},
                                   {"drop", &drop},
                                   {"verify", &verify},
-                                  {"strip", &strip}}) {
+                                  {"strip", &strip},
+                                  {"search", &search}}) {
     if (doc->is_object()) busy[name] = (*doc)["machine"];
   }
   const json out = {{"results", results},
@@ -244,7 +262,8 @@ int main(int argc, char** argv) {
                       {"cluster", cluster},
                       {"drop", drop},
                       {"verify", verify},
-                      {"strip", strip}}}};
+                      {"strip", strip},
+                      {"search", search}}}};
   std::ofstream(dir + "/bench-results.json") << out.dump(2) << "\n";
   std::ofstream(dir + "/bench-results.md") << table;
   std::printf("%s", table.c_str());

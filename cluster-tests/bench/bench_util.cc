@@ -125,7 +125,7 @@ void CreateTable(const Target& node, const std::string& table) {
 }
 
 void InsertAll(const Target& node, const std::string& table, uint64_t first, uint64_t n,
-               int clients) {
+               int clients, const std::function<nlohmann::json(uint64_t)>& record) {
   std::atomic<uint64_t> next{first};
   const uint64_t end = first + n;
   std::vector<std::thread> threads;
@@ -137,7 +137,7 @@ void InsertAll(const Target& node, const std::string& table, uint64_t first, uin
         if (from >= end) return;
         nlohmann::json records = nlohmann::json::array();
         for (uint64_t id = from; id < std::min(end, from + 100); ++id) {
-          records.push_back(BenchRecord(id));
+          records.push_back(record(id));
         }
         InsertOrDie(c.get(), table, std::move(records));
       }

@@ -67,9 +67,9 @@ uint64_t InsertUntil(const Target& node, const std::string& table, std::atomic<u
                      const std::atomic<bool>& stop, int clients,
                      const std::function<nlohmann::json(uint64_t)>& record = BenchRecord);
 // Inserts ids [first, first + n) into bench.<table> on `node` in batches of 100 from
-// `clients` threads, or dies.
+// `clients` threads, `record(id)` making each, or dies.
 void InsertAll(const Target& node, const std::string& table, uint64_t first, uint64_t n,
-               int clients);
+               int clients, const std::function<nlohmann::json(uint64_t)>& record = BenchRecord);
 // record_count of bench.<table> on `node`; -1 while the table is not there.
 int64_t RecordCount(const Target& node, const std::string& table);
 // Polls until every node holds at least `n` records of bench.<table>; when that happened.
