@@ -7,6 +7,11 @@
 //     get DB.TABLE ID [ID ...]                records by primary key
 //     put DB.TABLE '<json record or array>'   upsert records
 //     search DB.TABLE ATTRIBUTE VALUE         records whose attribute matches (VALUE * = all)
+//     search DB.TABLE CONDITION [CONDITION ...] [--or] [--sort ATTR[:desc] ...] [--limit N]
+//            [--offset N] [--reverse] [--fields A,B]
+//                                             records that meet the conditions
+//                                             (search_by_conditions): price>10 'name^=Ab'
+//                                             qty=5..10; see `cairn search --help`
 //     backup [NAME]                           a backup of the node (create_backup)
 //     verify [DB[.TABLE]] [--node PEER]        anti-entropy with the peers now (R18), a line
 //                                             per table as it goes
@@ -18,6 +23,7 @@
 // message when the operation fails; 2 for a usage error; 3 when the node cannot be reached.
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -113,6 +119,48 @@ json KeyArgument(const std::string& arg) {
   int64_t n = 0;
   if (absl::SimpleAtoi(arg, &n) && absl::StrCat(n) == arg) return n;
   return arg;
+}
+
+// A condition's value: JSON when it parses as JSON (10, true, null, "quoted"), else the text.
+json ValueArgument(const std::string& arg) {
+  json v = json::parse(arg, nullptr, /*allow_exceptions=*/false);
+  return v.is_discarded() || v.is_structured() ? json(arg) : v;
+}
+
+// One condition of `cairn search`: ATTRIBUTE OPERATOR VALUE, the operators those of CSS
+// attribute selectors and comparisons; `=LOW..HIGH` is between. False if it has no operator.
+bool ParseCondition(const std::string& arg, json* out) {
+  const size_t at = arg.find_first_of("=<>!^$*");
+  if (at == 0 || at == std::string::npos) return false;
+  struct Op {
+    const char* text;
+    const char* type;
+  };
+  static constexpr Op kOps[] = {
+      {"!=", "not_equal"},   {"^=", "starts_with"},        {"$=", "ends_with"},
+      {"*=", "contains"},    {">=", "greater_than_equal"}, {"<=", "less_than_equal"},
+      {">", "greater_than"}, {"<", "less_than"},           {"=", "equals"}};
+  for (const Op& op : kOps) {
+    if (arg.compare(at, std::strlen(op.text), op.text) != 0) continue;
+    const std::string value = arg.substr(at + std::strlen(op.text));
+    json condition = {{"search_attribute", arg.substr(0, at)}, {"search_type", op.type}};
+    const size_t dots = value.find("..");
+    json low, high;
+    if (std::string(op.type) == "equals" && dots != std::string::npos &&
+        (low = ValueArgument(value.substr(0, dots))).is_number() &&
+        (high = ValueArgument(value.substr(dots + 2))).is_number()) {
+      condition["search_type"] = "between";
+      condition["search_value"] = {low, high};
+    } else if (std::string(op.type) == "starts_with" || std::string(op.type) == "ends_with" ||
+               std::string(op.type) == "contains") {
+      condition["search_value"] = value;  // text comparisons: the text as typed
+    } else {
+      condition["search_value"] = ValueArgument(value);
+    }
+    *out = std::move(condition);
+    return true;
+  }
+  return false;
 }
 
 std::string ReadAll(std::istream& in) {
@@ -217,16 +265,29 @@ int Main(int argc, char** argv) {
   auto* put = app.add_subcommand("put", "upsert a record (or an array of records)");
   put->add_option("table", table, "DB.TABLE")->required();
   put->add_option("record", record_text, "the record JSON, or - for stdin")->required();
-  std::string attribute, value;
-  auto* search = app.add_subcommand("search", "records whose attribute matches a value");
+  std::vector<std::string> search_args, sort_keys;
+  std::string fields;
+  bool search_or = false, search_reverse = false;
+  uint64_t search_limit = 0, search_offset = 0;
+  auto* search = app.add_subcommand(
+      "search",
+      "records that meet conditions, or whose attribute matches a value.\n"
+      "  cairn search DB.TABLE 'price>10' 'name^=Ab' 'qty=5..10'\n"
+      "    each condition ATTRIBUTE OP VALUE; OP one of = != > >= < <= ^= (starts with)\n"
+      "    $= (ends with) *= (contains); =LOW..HIGH is between (both ends included); a value\n"
+      "    is JSON when it reads as JSON (10, true, null, \"10\"), else text. All conditions\n"
+      "    hold, or any with --or.\n"
+      "  cairn search DB.TABLE ATTRIBUTE VALUE\n"
+      "    search_by_value: * matches all; a trailing *, a leading * or both match a prefix,\n"
+      "    suffix or substring");
   search->add_option("table", table, "DB.TABLE")->required();
-  search->add_option("attribute", attribute, "attribute name")->required();
-  search
-      ->add_option(
-          "value", value,
-          "value; * matches all; a trailing *, a leading * or both match a prefix, suffix or "
-          "substring")
-      ->required();
+  search->add_option("conditions", search_args, "conditions, or ATTRIBUTE VALUE")->required();
+  search->add_flag("--or", search_or, "any condition, not all");
+  search->add_option("--sort", sort_keys, "sort by ATTR (ATTR:desc descending); repeat for ties");
+  search->add_option("--limit", search_limit, "at most this many records");
+  search->add_option("--offset", search_offset, "skip this many first");
+  search->add_flag("--reverse", search_reverse, "the opposite order");
+  search->add_option("--fields", fields, "the attributes to show, A,B,C (default: all)");
 
   std::string backup_name;
   auto* backup = app.add_subcommand("backup", "take a backup of the node (create_backup)");
@@ -336,10 +397,44 @@ int Main(int argc, char** argv) {
     return Run(c, operation);
   }
   if (search->parsed()) {
-    operation["operation"] = "search_by_value";
-    operation["attribute"] = attribute;
-    operation["value"] = value == "*" ? json(value) : KeyArgument(value);
+    json unused;
+    if (search_args.size() == 2 && !ParseCondition(search_args[0], &unused)) {
+      operation["operation"] = "search_by_value";  // ATTRIBUTE VALUE
+      operation["attribute"] = search_args[0];
+      operation["value"] = search_args[1] == "*" ? json("*") : KeyArgument(search_args[1]);
+    } else {
+      operation["operation"] = "search_by_conditions";
+      operation["conditions"] = json::array();
+      for (const std::string& arg : search_args) {
+        json condition;
+        if (!ParseCondition(arg, &condition)) {
+          return Usage("'" + arg + "' is not a condition (ATTRIBUTE OP VALUE, e.g. price>10)");
+        }
+        operation["conditions"].push_back(std::move(condition));
+      }
+      if (search_or) operation["operator"] = "or";
+      json* level = &operation;
+      for (const std::string& key : sort_keys) {
+        std::vector<std::string> parts = absl::StrSplit(key, ':');
+        if (parts.size() > 2 || parts[0].empty() || (parts.size() == 2 && parts[1] != "desc")) {
+          return Usage("--sort takes ATTR or ATTR:desc, got '" + key + "'");
+        }
+        json sort = {{"attribute", parts[0]}, {"descending", parts.size() == 2}};
+        const char* field = level == &operation ? "sort" : "next";
+        (*level)[field] = std::move(sort);
+        level = &(*level)[field];
+      }
+    }
+    if (search_limit > 0) operation["limit"] = search_limit;
+    if (search_offset > 0) operation["offset"] = search_offset;
+    if (search_reverse) operation["reverse"] = true;
     operation["get_attributes"] = {"*"};
+    if (!fields.empty()) {
+      operation["get_attributes"] = json::array();
+      for (absl::string_view f : absl::StrSplit(fields, ',')) {
+        operation["get_attributes"].push_back(std::string(f));
+      }
+    }
     return Run(c, operation);
   }
   return Usage("no command");

@@ -153,6 +153,19 @@ TEST_F(CliTest, ReadableVerbs) {
   r = Cli({"search", "d.t", "colour", "blue"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out).size(), 2u);
+  // With conditions: search_by_conditions (issue 22).
+  r = Cli({"search", "d.t", "colour=blue", "id>=3", "--fields", "id,colour"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out), json::parse(R"([{"id": 3, "colour": "blue"}])"));
+  r = Cli({"search", "d.t", "colour^=re", "id=2..3", "--or", "--sort", "colour:desc", "--sort",
+           "id", "--fields", "id"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out), json::parse(R"([{"id": "k1"}, {"id": 2}, {"id": 3}])"));
+  r = Cli({"search", "d.t", "colour*=lu", "--limit", "1", "--reverse", "--fields", "id,colour"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out), json::parse(R"([{"id": 3, "colour": "blue"}])"));
+  EXPECT_EQ(Cli({"search", "d.t", "colour", "blue", "extra"}).exit_code, 2);
+  EXPECT_EQ(Cli({"search", "d.t", "id>1", "--sort", "id:up"}).exit_code, 2);
 
   r = Cli({"describe", "d.t"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
