@@ -40,12 +40,23 @@ absl::Status ValidateRecords(const TableDef& def, const std::vector<Input>& inpu
   absl::flat_hash_set<std::string> seen_new;
   for (size_t i = 0; i < inputs.size(); ++i) {
     for (const auto& [name, value] : inputs[i].record->items()) {
+      // A dynamic table's timestamps are the node's: whatever a client sends for them is
+      // replaced, so it is not checked either (as Harper).
+      if (!def.schema_defined() &&
+          (name == kCreatedTimeAttribute || name == kUpdatedTimeAttribute)) {
+        continue;
+      }
       const AttributeDef* a = def.FindAttribute(name);
       if (a == nullptr) {
         if (def.schema_defined()) {
           return Error(ErrorCode::kUnknownAttribute,
                        absl::StrCat("records[", i, "]: unknown attribute '", name, "' (",
                                     def.QualifiedName(), " is schema-defined)"));
+        }
+        if (name.find_first_of("/`") != std::string::npos) {
+          // D8, in Harper's words: its clients compare with them.
+          return Error(ErrorCode::kInvalidName,
+                       "Attribute names cannot include backticks or forward slashes");
         }
         if (seen_new.insert(name).second) added->push_back({name, v1::ANY, true});
         continue;
@@ -127,11 +138,15 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
     Input in;
     in.record = &r;
     auto pk = r.find(def->primary_key());
-    if (pk == r.end() || pk->is_null()) {
-      if (mode == WriteMode::kUpdate) {
-        return Error(ErrorCode::kBadRequest, absl::StrCat("records[", i, "] has no primary key '",
-                                                          def->primary_key(), "'"));
-      }
+    const bool no_key = pk == r.end() || pk->is_null();
+    if (mode == WriteMode::kUpdate &&
+        (no_key || (pk->is_string() && pk->get_ref<const std::string&>().empty()))) {
+      // Harper's words, which its clients compare with.
+      return Error(ErrorCode::kBadRequest,
+                   "a valid hash attribute must be provided with update record, check log for "
+                   "more info");
+    }
+    if (no_key) {
       in.owned = r;
       in.owned[def->primary_key()] = internal::NewUuid();
       pk = in.owned.find(def->primary_key());

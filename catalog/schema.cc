@@ -92,8 +92,9 @@ absl::StatusOr<TableRef> CatalogSnapshot::FindTable(absl::string_view db,
       return Error(ErrorCode::kTableDropping,
                    absl::StrCat("table '", db, ".", table, "' is being dropped"));
     }
+    // Harper's words (its tests compare them), as the database's above.
     return Error(ErrorCode::kTableNotFound,
-                 absl::StrCat("table '", db, ".", table, "' does not exist"));
+                 absl::StrCat("Table '", db, ".", table, "' does not exist"));
   }
   return it->second;
 }

@@ -41,8 +41,9 @@ absl::Status BasicAuth::Check(absl::string_view header) const {
       }
     }
   }
+  // "Login failed": Harper's words for wrong credentials, which its clients look for.
   return Error(ErrorCode::kUnauthorized,
-               header.empty() ? "credentials required (Basic auth)" : "wrong user or password");
+               header.empty() ? "credentials required (Basic auth)" : "Login failed");
 }
 
 absl::Duration LoginGuard::Failed(absl::string_view address, absl::Time now) {

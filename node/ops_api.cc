@@ -69,14 +69,19 @@ Reply JsonReply(const json& body) {
 // Harper's answer to a write: {"message", <key>: written keys, "skipped_hashes", ...}.
 // With test hooks, "written_as" adds each written record's stamps (D4, D7) for the cluster
 // checker's model: the full HLC, which txn_time (ms) rounds away.
+// The answer of a write, in Harper's shape: `key` lists what was written; `skipped_hashes`
+// what was not, except for an upsert (it skips nothing, and Harper's answer has no such key);
+// a delete answers only those three keys (Harper's tests compare the whole object).
 Reply WriteReply(const std::string& message, const char* key, catalog::WriteResult result,
-                 bool with_new_attributes, const OpsApiOptions& options) {
+                 catalog::WriteMode mode, bool is_delete, const OpsApiOptions& options) {
   json body = Message(message);
   const size_t written = result.written.size();
   body[key] = std::move(result.written);
-  body["skipped_hashes"] = std::move(result.skipped);
-  if (with_new_attributes) body["new_attributes"] = result.new_attributes;
-  if (result.version != 0) body["txn_time"] = HybridClock::PhysicalMs(result.version);
+  if (mode != catalog::WriteMode::kUpsert) body["skipped_hashes"] = std::move(result.skipped);
+  if (!is_delete) {
+    body["new_attributes"] = result.new_attributes;
+    if (result.version != 0) body["txn_time"] = HybridClock::PhysicalMs(result.version);
+  }
   if (options.enable_test_hooks && written > 0) {
     body["written_as"] = {{"version", result.version},
                           {"origin", options.node_name},
@@ -111,21 +116,30 @@ class OpsApi::Fields {
 
   // The value at `name` (or `alias`); null when absent.
   const json* Find(absl::string_view name, absl::string_view alias = {}) const {
-    auto it = body_.find(std::string(name));
-    if (it != body_.end()) return &*it;
-    if (!alias.empty()) {
-      it = body_.find(std::string(alias));
-      if (it != body_.end()) return &*it;
+    return Find(name, alias, nullptr);
+  }
+  // Same; `*used` is the key found (what a message about the field names, as Harper's do).
+  const json* Find(absl::string_view name, absl::string_view alias, std::string* used) const {
+    for (absl::string_view key : {name, alias}) {
+      if (key.empty()) continue;
+      auto it = body_.find(std::string(key));
+      if (it == body_.end()) continue;
+      if (used != nullptr) *used = std::string(key);
+      return &*it;
     }
     return nullptr;
   }
 
+  // Harper's words for a field that is missing or of the wrong type.
+  static absl::Status Required(absl::string_view name) {
+    return BadRequest(absl::StrCat("'", name, "' is required"));
+  }
+
   absl::StatusOr<std::string> String(absl::string_view name, absl::string_view alias = {}) const {
-    const json* v = Find(name, alias);
-    if (v == nullptr) return BadRequest(absl::StrCat("missing '", name, "'"));
-    if (!v->is_string()) {
-      return BadRequest(absl::StrCat("'", name, "' must be a string, not ", JsonTypeName(*v)));
-    }
+    std::string used;
+    const json* v = Find(name, alias, &used);
+    if (v == nullptr) return Required(name);
+    if (!v->is_string()) return BadRequest(absl::StrCat("'", used, "' must be a string"));
     return v->get<std::string>();
   }
 
@@ -148,11 +162,10 @@ class OpsApi::Fields {
   }
 
   absl::StatusOr<const json*> Array(absl::string_view name, absl::string_view alias = {}) const {
-    const json* v = Find(name, alias);
-    if (v == nullptr) return BadRequest(absl::StrCat("missing '", name, "'"));
-    if (!v->is_array()) {
-      return BadRequest(absl::StrCat("'", name, "' must be an array, not ", JsonTypeName(*v)));
-    }
+    std::string used;
+    const json* v = Find(name, alias, &used);
+    if (v == nullptr) return Required(name);
+    if (!v->is_array()) return BadRequest(absl::StrCat("'", used, "' must be an array"));
     return v;
   }
 
@@ -182,7 +195,7 @@ class OpsApi::Fields {
     std::vector<std::string> out;
     const json* v = Find("get_attributes");
     if (v == nullptr || v->is_null()) return out;
-    if (!v->is_array()) return BadRequest("'get_attributes' must be an array of attribute names");
+    if (!v->is_array()) return BadRequest("'get_attributes' must be an array");
     for (const json& a : *v) {
       if (!a.is_string()) return BadRequest("'get_attributes' must be an array of attribute names");
       out.push_back(a.get<std::string>());
@@ -553,7 +566,7 @@ absl::StatusOr<Reply> OpsApi::Write(const Fields& f, catalog::WriteMode mode) co
   }
   const std::string message =
       absl::StrCat(verb, " ", result.written.size(), " of ", records->size(), " records");
-  return WriteReply(message, key, std::move(result), /*with_new_attributes=*/true, options_);
+  return WriteReply(message, key, std::move(result), mode, /*is_delete=*/false, options_);
 }
 
 absl::StatusOr<Reply> OpsApi::Delete(const Fields& f) const {
@@ -564,8 +577,8 @@ absl::StatusOr<Reply> OpsApi::Delete(const Fields& f) const {
   const std::string message =
       absl::StrCat(result.written.size(), " of ", ids->size(),
                    ids->size() == 1 ? " record" : " records", " successfully deleted");
-  return WriteReply(message, "deleted_hashes", std::move(result), /*with_new_attributes=*/false,
-                    options_);
+  return WriteReply(message, "deleted_hashes", std::move(result), catalog::WriteMode::kUpdate,
+                    /*is_delete=*/true, options_);
 }
 
 absl::StatusOr<Reply> OpsApi::SearchById(const Fields& f) const {
@@ -614,7 +627,7 @@ absl::StatusOr<Reply> OpsApi::SearchByValue(const Fields& f) const {
   CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table());
   CAIRN_ASSIGN_OR_RETURN(std::string attribute, f.String("attribute", "search_attribute"));
   const json* value_field = f.Find("value", "search_value");
-  if (value_field == nullptr) return BadRequest("missing 'value'");
+  if (value_field == nullptr) return Fields::Required("value");
   catalog::SearchOptions options;
   CAIRN_ASSIGN_OR_RETURN(options.get_attributes, f.GetAttributes());
   CAIRN_ASSIGN_OR_RETURN(options.limit, f.Count("limit"));

@@ -172,17 +172,24 @@ TEST_F(RecordStoreTest, D1_PrimaryKeyTypes) {
 }
 
 // D8: "" is not a primary key, and an attribute name has no backtick; nothing of such a batch
-// is written, and the message names the record or the name.
+// is written. The message names the record, except where Harper's tests compare the whole
+// message (an update without a key, a record's attribute name): there it is Harper's.
 TEST_F(RecordStoreTest, D8_EmptyKeysAndBacktickNamesAreRefused) {
   ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
   for (WriteMode mode : {WriteMode::kInsert, WriteMode::kUpsert, WriteMode::kUpdate}) {
     auto r = Write("t", json::array({{{"id", 1}}, {{"id", ""}, {"v", 1}}}), mode);
     EXPECT_THAT(r, HasErrorCode(ErrorCode::kBadRequest));
-    EXPECT_NE(r.status().message().find("records[1]"), std::string::npos) << r.status();
+    EXPECT_EQ(r.status().message(),
+              mode == WriteMode::kUpdate
+                  ? "a valid hash attribute must be provided with update record, check log for "
+                    "more info"
+                  : "records[1]: the primary key 'id' must not be an empty string");
   }
-  auto r = Write("t", json::array({{{"id", 1}, {"a`b", 1}}}), WriteMode::kInsert);
-  EXPECT_THAT(r, HasErrorCode(ErrorCode::kInvalidName));
-  EXPECT_NE(r.status().message().find("a`b"), std::string::npos) << r.status();
+  for (const char* name : {"a`b", "a/b"}) {
+    auto r = Write("t", json::array({{{"id", 1}, {name, 1}}}), WriteMode::kInsert);
+    EXPECT_THAT(r, HasErrorCode(ErrorCode::kInvalidName));
+    EXPECT_EQ(r.status().message(), "Attribute names cannot include backticks or forward slashes");
+  }
   EXPECT_THAT(catalog().CreateAttribute("db", "t", {"`", v1::ANY, true}),
               HasErrorCode(ErrorCode::kInvalidName));
   EXPECT_EQ(Count("t"), 0u);
