@@ -149,9 +149,9 @@ absl::StatusOr<TableRef> Catalog::CreateAttribute(absl::string_view db, absl::st
   CAIRN_ASSIGN_OR_RETURN(TableRef live, Snapshot()->FindTable(db, table));
   if (live->FindAttribute(spec.name) != nullptr) {
     // Harper's words, which its clients look for.
-    return Error(ErrorCode::kAttributeExists, absl::StrCat("attribute '", spec.name,
-                                                           "' already exists in ",
-                                                           Qualified(db, table)));
+    return Error(
+        ErrorCode::kAttributeExists,
+        absl::StrCat("attribute '", spec.name, "' already exists in ", Qualified(db, table)));
   }
   return AddAttributes(lock, live, {spec}, v1::LOCAL);
 }

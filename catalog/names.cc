@@ -79,7 +79,9 @@ absl::Status ValidateAttributeName(absl::string_view name) {
     return Error(ErrorCode::kInvalidName,
                  absl::StrCat("invalid attribute name ", Quote(name), ": ", why));
   };
-  if (name.empty() || name.size() > 250) return bad("must be 1-250 bytes");
+  if (name.empty() || name.size() > kMaxAttributeNameBytes) {
+    return bad(absl::StrCat("must be 1-", kMaxAttributeNameBytes, " bytes"));
+  }
   for (size_t i = 0; i < name.size();) {
     size_t n = Utf8Length(name, i);
     if (n == 0) return bad("is not valid UTF-8");

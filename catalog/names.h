@@ -1,6 +1,8 @@
 // Name rules (SPEC C13). Each returns INVALID_NAME with a message naming the bad value.
 #pragma once
 
+#include <cstddef>
+
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
@@ -9,7 +11,8 @@ namespace cairn::catalog {
 // 1-64 characters of [A-Za-z0-9_-], not starting with '_'.
 absl::Status ValidateDatabaseName(absl::string_view name);
 absl::Status ValidateTableName(absl::string_view name);
-// 1-250 bytes of valid UTF-8, no '/', no control characters.
+// 1-kMaxAttributeNameBytes bytes of valid UTF-8, no '/' or '`' (D8), no control characters.
+inline constexpr size_t kMaxAttributeNameBytes = 250;
 absl::Status ValidateAttributeName(absl::string_view name);
 
 }  // namespace cairn::catalog

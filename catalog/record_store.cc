@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "catalog/internal/record_batch.h"
 #include "catalog/internal/record_codec.h"
+#include "catalog/names.h"
 #include "common/fault_points.h"
 #include "common/status.h"
 #include "storage/keys.h"
@@ -53,10 +54,16 @@ absl::Status ValidateRecords(const TableDef& def, const std::vector<Input>& inpu
                        absl::StrCat("records[", i, "]: unknown attribute '", name, "' (",
                                     def.QualifiedName(), " is schema-defined)"));
         }
+        // D8 and C13's length, in Harper's words: its clients compare with them.
         if (name.find_first_of("/`") != std::string::npos) {
-          // D8, in Harper's words: its clients compare with them.
           return Error(ErrorCode::kInvalidName,
                        "Attribute names cannot include backticks or forward slashes");
+        }
+        if (name.size() > kMaxAttributeNameBytes) {
+          return Error(ErrorCode::kInvalidName,
+                       absl::StrCat("transaction aborted due to attribute name ", name,
+                                    " being too long. Attribute names cannot be longer than ",
+                                    kMaxAttributeNameBytes, " bytes."));
         }
         if (seen_new.insert(name).second) added->push_back({name, v1::ANY, true});
         continue;

@@ -14,6 +14,7 @@
 #include "node/config.h"
 #include "replication/link_session.h"
 #include "spdlog/spdlog.h"
+#include "storage/value_codec.h"
 
 namespace cairn::node {
 namespace {
@@ -170,18 +171,51 @@ class OpsApi::Fields {
   }
 
   // `database` (alias `schema`); Harper's default database "data" when absent, unless the
-  // operation is about the database itself (`required`).
-  absl::StatusOr<std::string> Database(bool required = false) const {
-    if (!required && Find("database", "schema") == nullptr) return std::string("data");
-    CAIRN_ASSIGN_OR_RETURN(std::string db, String("database", "schema"));
+  // operation is about the database itself (`required`). `records`: an operation on records,
+  // which takes an integer for a name as its decimal text, as Harper does (`"schema": 123`).
+  // A name of the wrong type is refused in Harper's words, which call the database 'schema'
+  // and list a wrong table too ("'schema' must be a string. 'table' must be a string").
+  absl::StatusOr<std::string> Database(bool required = false, bool records = false) const {
+    const json* v = Find("database", "schema");
+    if (v == nullptr) {
+      if (required) return Required("database");
+      return std::string("data");
+    }
+    std::string db;
+    if (!NameOf(*v, records, &db)) {
+      std::string message = "'schema' must be a string";
+      const json* table = Find("table");
+      std::string unused;
+      if (table != nullptr && !NameOf(*table, records, &unused)) {
+        absl::StrAppend(&message, ". 'table' must be a string");
+      }
+      return BadRequest(message);
+    }
     CAIRN_RETURN_IF_ERROR(catalog::ValidateDatabaseName(db));
     return db;
   }
 
-  absl::StatusOr<std::string> Table() const {
-    CAIRN_ASSIGN_OR_RETURN(std::string table, String("table"));
+  absl::StatusOr<std::string> Table(bool records = false) const {
+    const json* v = Find("table");
+    if (v == nullptr) return Required("table");
+    std::string table;
+    if (!NameOf(*v, records, &table)) return BadRequest("'table' must be a string");
     CAIRN_RETURN_IF_ERROR(catalog::ValidateTableName(table));
     return table;
+  }
+
+  // A name's text: a string, or with `numbers` an integer's decimal text.
+  static bool NameOf(const json& v, bool numbers, std::string* out) {
+    if (v.is_string()) {
+      *out = v.get<std::string>();
+      return true;
+    }
+    int64_t n = 0;
+    if (numbers && v.is_number_integer() && storage::ExactInt64(v, &n)) {
+      *out = absl::StrCat(n);
+      return true;
+    }
+    return false;
   }
 
   absl::StatusOr<std::string> Attribute(absl::string_view name, absl::string_view alias) const {
@@ -550,8 +584,8 @@ absl::StatusOr<Reply> OpsApi::Update(const Fields& f) const {
 }
 
 absl::StatusOr<Reply> OpsApi::Write(const Fields& f, catalog::WriteMode mode) const {
-  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
-  CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table());
+  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database(/*required=*/false, /*records=*/true));
+  CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table(/*records=*/true));
   CAIRN_ASSIGN_OR_RETURN(const json* records, f.Array("records"));
   CAIRN_ASSIGN_OR_RETURN(catalog::WriteResult result,
                          node_->records->Write(db, table, *records, mode));
@@ -570,8 +604,8 @@ absl::StatusOr<Reply> OpsApi::Write(const Fields& f, catalog::WriteMode mode) co
 }
 
 absl::StatusOr<Reply> OpsApi::Delete(const Fields& f) const {
-  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
-  CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table());
+  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database(/*required=*/false, /*records=*/true));
+  CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table(/*records=*/true));
   CAIRN_ASSIGN_OR_RETURN(const json* ids, f.Array("ids", "hash_values"));
   CAIRN_ASSIGN_OR_RETURN(catalog::WriteResult result, node_->records->Delete(db, table, *ids));
   const std::string message =
@@ -582,8 +616,8 @@ absl::StatusOr<Reply> OpsApi::Delete(const Fields& f) const {
 }
 
 absl::StatusOr<Reply> OpsApi::SearchById(const Fields& f) const {
-  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
-  CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table());
+  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database(/*required=*/false, /*records=*/true));
+  CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table(/*records=*/true));
   CAIRN_ASSIGN_OR_RETURN(const json* ids_field, f.Array("ids", "hash_values"));
   catalog::SearchOptions options;
   CAIRN_ASSIGN_OR_RETURN(options.get_attributes, f.GetAttributes());
@@ -599,8 +633,8 @@ absl::StatusOr<Reply> OpsApi::SearchById(const Fields& f) const {
 }
 
 absl::StatusOr<Reply> OpsApi::SearchByConditions(const Fields& f) const {
-  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
-  CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table());
+  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database(/*required=*/false, /*records=*/true));
+  CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table(/*records=*/true));
   CAIRN_ASSIGN_OR_RETURN(const json* conditions, f.Array("conditions"));
   if (conditions->empty()) return BadRequest("'conditions' must contain at least 1 items");
   CAIRN_ASSIGN_OR_RETURN(
@@ -623,8 +657,8 @@ absl::StatusOr<Reply> OpsApi::SearchByConditions(const Fields& f) const {
 }
 
 absl::StatusOr<Reply> OpsApi::SearchByValue(const Fields& f) const {
-  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
-  CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table());
+  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database(/*required=*/false, /*records=*/true));
+  CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table(/*records=*/true));
   CAIRN_ASSIGN_OR_RETURN(std::string attribute, f.String("attribute", "search_attribute"));
   const json* value_field = f.Find("value", "search_value");
   if (value_field == nullptr) return Fields::Required("value");

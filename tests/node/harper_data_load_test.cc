@@ -701,22 +701,30 @@ TEST_F(HarperCompatTest, DataLoad2) {
          return Is(At(b, 0), "postalcode", json::array({1, 2, 3})) &&
                 Is(At(b, 0), "customerid", "TEST2");
        }},
-      {"Insert value into schema that doesnt exist",
-       json::parse(
-           R"({"operation":"insert","schema":"not_a_schema","table":"customers","records":[{"name":"Harper","customerid":1}]})"),
-       400, ErrorIs("database 'not_a_schema' does not exist")},
-      {"Insert value into table that doesnt exist",
-       json::parse(
-           R"({"operation":"insert","schema":"northnwd","table":"not_a_table","records":[{"name":"Harper","customerid":1}]})"),
-       400, ErrorIs("Table 'northnwd.not_a_table' does not exist")},
-      {"Update value in schema that doesn't exist",
-       json::parse(
-           R"({"operation":"update","schema":"not_a_schema","table":"customers","records":[{"name":"Harper","customerid":1}]})"),
-       400, ErrorIs("database 'not_a_schema' does not exist")},
-      {"Update value in table that doesn't exist",
-       json::parse(
-           R"({"operation":"update","schema":"northnwd","table":"not_a_table","records":[{"name":"Harper","customerid":1}]})"),
-       400, ErrorIs("Table 'northnwd.not_a_table' does not exist")},
+      Difference(
+          "Harper answers 400; SPEC 5: something absent is always 404",
+          {"Insert value into schema that doesnt exist",
+           json::parse(
+               R"({"operation":"insert","schema":"not_a_schema","table":"customers","records":[{"name":"Harper","customerid":1}]})"),
+           404, ErrorIs("database 'not_a_schema' does not exist")}),
+      Difference(
+          "Harper answers 400; SPEC 5: something absent is always 404",
+          {"Insert value into table that doesnt exist",
+           json::parse(
+               R"({"operation":"insert","schema":"northnwd","table":"not_a_table","records":[{"name":"Harper","customerid":1}]})"),
+           404, ErrorIs("Table 'northnwd.not_a_table' does not exist")}),
+      Difference(
+          "Harper answers 400; SPEC 5: something absent is always 404",
+          {"Update value in schema that doesn't exist",
+           json::parse(
+               R"({"operation":"update","schema":"not_a_schema","table":"customers","records":[{"name":"Harper","customerid":1}]})"),
+           404, ErrorIs("database 'not_a_schema' does not exist")}),
+      Difference(
+          "Harper answers 400; SPEC 5: something absent is always 404",
+          {"Update value in table that doesn't exist",
+           json::parse(
+               R"({"operation":"update","schema":"northnwd","table":"not_a_table","records":[{"name":"Harper","customerid":1}]})"),
+           404, ErrorIs("Table 'northnwd.not_a_table' does not exist")}),
       {"Set attribute to number",
        json::parse(
            R"({"operation":"insert","schema":"northnwd","table":"employees","records":[{"4289":"Mutt","firstname":"Test for number attribute","employeeid":25}]})"),
