@@ -357,6 +357,10 @@ absl::StatusOr<TableRef> Catalog::CreateTable(const TableSpec& spec) {
     return Error(ErrorCode::kBadRequest, "'primary_key' is required");
   }
   CAIRN_RETURN_IF_ERROR(ValidateAttributeName(spec.primary_key));
+  if (spec.sealed && !spec.attributes.has_value()) {
+    return Error(ErrorCode::kBadRequest,
+                 "'sealed' needs 'attributes': a table without an attribute list is dynamic (D2)");
+  }
   std::vector<AttributeSpec> specs;
   if (spec.attributes.has_value()) {
     specs = *spec.attributes;
@@ -393,6 +397,7 @@ absl::StatusOr<TableRef> Catalog::CreateTable(const TableSpec& spec) {
   for (AttributeDef& a : attributes) a.created_time = row.created_time();
   row.set_primary_key(spec.primary_key);
   row.set_schema_defined(spec.attributes.has_value());
+  row.set_sealed(spec.sealed);
   row.set_replicate(spec.replicate);
   row.set_origin(v1::LOCAL);
   return CreateGeneration(lock, std::move(row), std::move(attributes));

@@ -85,6 +85,9 @@ struct TableSpec {
   // Present: schema-defined (D2). Absent: dynamic, with __createdtime__ / __updatedtime__.
   std::optional<std::vector<AttributeSpec>> attributes;
   bool replicate = true;  // false: node-local (C11)
+  // Schema-defined only: a record with an attribute the table does not declare is refused
+  // (D2); otherwise the attribute is added, as in a dynamic table.
+  bool sealed = false;
 };
 
 // A table definition received from a peer (C4-C6, R3).
@@ -95,6 +98,7 @@ struct PeerTableDef {
   std::string primary_key;
   std::vector<AttributeSpec> attributes;
   bool schema_defined = false;
+  bool sealed = false;
 };
 
 enum class PeerDropResult { kDropped, kKept, kAbsent };

@@ -93,6 +93,7 @@ absl::Status Catalog::ApplyPeerTable(const PeerTableDef& peer) {
     row.set_created_time(peer.created_time);
     row.set_primary_key(peer.primary_key);
     row.set_schema_defined(peer.schema_defined);
+    row.set_sealed(peer.schema_defined && peer.sealed);
     row.set_replicate(true);
     row.set_origin(v1::CLUSTER);
     return CreateGeneration(lock, std::move(row), std::move(attributes)).status();
@@ -142,7 +143,7 @@ absl::Status Catalog::ApplyPeerTable(const PeerTableDef& peer) {
       if (local->indexed && !a.indexed) DeleteIndexOf(def->generation_id(), *local, &batch);
       spdlog::info(
           "[{}] {}.{} is {}{} as a peer declared it (it was made for a field of a "
-          "peer's record; decision 103)",
+          "record; decisions 103, 105)",
           options_.node_name, def->QualifiedName(), a.name, std::string(AttributeTypeName(a.type)),
           a.indexed ? ", indexed" : "");
     } else if (!a.provisional) {  // a peer's guess is no redefinition

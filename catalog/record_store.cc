@@ -49,10 +49,10 @@ absl::Status ValidateRecords(const TableDef& def, const std::vector<Input>& inpu
       }
       const AttributeDef* a = def.FindAttribute(name);
       if (a == nullptr) {
-        if (def.schema_defined()) {
+        if (def.sealed()) {
           return Error(ErrorCode::kUnknownAttribute,
                        absl::StrCat("records[", i, "]: unknown attribute '", name, "' (",
-                                    def.QualifiedName(), " is schema-defined)"));
+                                    def.QualifiedName(), " is sealed)"));
         }
         // D8 and C13's length, in Harper's words: its clients compare with them.
         if (name.find_first_of("/`") != std::string::npos) {
@@ -65,7 +65,13 @@ absl::Status ValidateRecords(const TableDef& def, const std::vector<Input>& inpu
                                     " being too long. Attribute names cannot be longer than ",
                                     kMaxAttributeNameBytes, " bytes."));
         }
-        if (seen_new.insert(name).second) added->push_back({name, v1::ANY, true});
+        // D2: added as in a dynamic table, provisional (decision 105): a declaration of it,
+        // here or on a peer, gives it its type and index.
+        if (seen_new.insert(name).second) {
+          AttributeSpec spec(name, v1::ANY, /*indexed=*/true);
+          spec.provisional = true;
+          added->push_back(std::move(spec));
+        }
         continue;
       }
       absl::Status s = internal::CheckType(*a, value);

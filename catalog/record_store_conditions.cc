@@ -10,12 +10,13 @@
 // without remembering keys. An array value has an index entry per element: a row is emitted
 // at the first of its entries the branch reads.
 #include <algorithm>
+#include <cstdint>
 #include <optional>
-#include <queue>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "catalog/internal/record_batch.h"
 #include "catalog/internal/record_codec.h"
@@ -68,6 +69,9 @@ int WorstCost(const Plan& plan) {
 std::optional<Branch> BranchOf(const TableDef& def, const Condition& leaf) {
   const AttributeDef* attr = def.FindAttribute(leaf.attribute);
   if (attr == nullptr || (!attr->is_primary_key && !attr->indexed)) return std::nullopt;
+  // While a strip of an older attribute of the name runs, a live value may lack its index
+  // entry until the strip puts it back (record_store_strip.cc): read the rows instead.
+  if (!attr->is_primary_key && def.stripping().contains(attr->name)) return std::nullopt;
   Branch b;
   b.index = attr->is_primary_key ? nullptr : attr;
   b.leaf = &leaf;
@@ -83,10 +87,10 @@ std::optional<Branch> BranchOf(const TableDef& def, const Condition& leaf) {
   };
   switch (leaf.comparator) {
     case Comparator::kEquals: {
+      // The encoding equality compares (internal::FieldMatches); for a primary key too, so
+      // that 1e17 finds the key 10^17. A value no row can hold reads an empty range.
       std::string key;
-      const bool encodable = b.index == nullptr ? storage::AppendPrimaryKey(v, &key).ok()
-                                                : storage::AppendScalar(v, &key).ok();
-      if (encodable) b.ranges.push_back({key, key + '\xFF'});  // else no row has it
+      if (storage::AppendScalar(v, &key).ok()) b.ranges.push_back({key, key + '\xFF'});
       b.cost = b.index == nullptr ? kKey : kIndexValue;
       return b;
     }
@@ -154,10 +158,9 @@ std::optional<Plan> PlanOf(const TableDef& def, const Condition& c) {
   return best;
 }
 
-// A row a sort holds until the end: its sort values (nullopt: the attribute is absent) and
-// its record key.
+// A row a sort holds until the end: its sort values and its record key.
 struct SortRow {
-  std::vector<std::optional<json>> values;
+  std::vector<SortValue> values;
   std::string key;
 };
 
@@ -173,9 +176,7 @@ class SortOrder {
  private:
   bool Before(const SortRow& a, const SortRow& b) const {
     for (size_t i = 0; i < keys_.size(); ++i) {
-      const json* x = a.values[i] ? &*a.values[i] : nullptr;
-      const json* y = b.values[i] ? &*b.values[i] : nullptr;
-      int c = CompareForSort(x, y);
+      int c = CompareForSort(a.values[i], b.values[i]);
       if (keys_[i].descending) c = -c;
       if (c != 0) return c < 0;
     }
@@ -196,7 +197,11 @@ absl::Status RecordStore::SearchByConditions(absl::string_view db, absl::string_
   std::vector<std::string> fields;
   CAIRN_RETURN_IF_ERROR(ProjectInto(*def, options, &fields));
   const bool sorted = !search.sort.empty();
-  const uint64_t keep = options.limit == 0 ? 0 : options.offset + options.limit;
+  // offset + limit, saturating: a limit of 2^64 - 1 keeps no fewer rows than it asks for.
+  const uint64_t keep = options.limit == 0 ? 0
+                                           : (options.offset > UINT64_MAX - options.limit
+                                                  ? UINT64_MAX
+                                                  : options.offset + options.limit);
   if (sorted && (keep > kMaxSortRows || options.offset > kMaxSortRows)) {
     return Error(ErrorCode::kBadRequest,
                  absl::StrCat("a sorted search returns at most ", kMaxSortRows,
@@ -223,10 +228,17 @@ absl::Status RecordStore::SearchByConditions(absl::string_view db, absl::string_
     plan.push_back(Branch{});  // every row, filtered
   }
 
-  // Sorted: the best `keep` rows (or all) in a heap whose top is the last of them.
+  // Sorted: the best `keep` rows in a heap whose front is the last of them, or all of them.
   SortOrder order(search.sort, options.reverse);
-  std::priority_queue<SortRow, std::vector<SortRow>, SortOrder> best(order);
   std::vector<SortRow> all;
+  // Rows with an array value that a branch has decided (emitted, or never will), so that its
+  // other entries in the branch are skipped without reading the row again. Bounded; past the
+  // bound the rule in `consider` alone keeps rows single, at the cost of re-reading them.
+  constexpr size_t kMaxDecided = 1 << 16;
+  std::vector<absl::flat_hash_set<std::string>> decided(plan.size());
+  auto decide = [&](size_t i, const std::string& record_key) {
+    if (decided[i].size() < kMaxDecided) decided[i].insert(record_key);
+  };
 
   // A row read by branch `i` at `entry` (its index key; empty for record keys), its body
   // already parsed when `parsed` is given. False: stop.
@@ -236,17 +248,22 @@ absl::Status RecordStore::SearchByConditions(absl::string_view db, absl::string_
     const Branch& branch = plan[i];
     json body = parsed != nullptr ? std::move(*parsed) : ParseStored(rec.json());
     internal::DropStripped(*def, rec.version(), &body);
+    auto field = branch.index != nullptr ? body.find(branch.index->name) : body.end();
+    const bool array_row = field != body.end() && field->is_array();
     // The branch's own leaf too: an index entry a strip has still to remove reads a row whose
     // value is gone.
-    if (branch.leaf != nullptr && !Matches(*branch.leaf, body)) return true;
-    if (!Matches(search.root, body)) return true;
-    for (size_t j = 0; j < i; ++j) {
-      if (Matches(*plan[j].leaf, body)) return true;  // branch j read it first
+    bool skip = branch.leaf != nullptr && !Matches(*branch.leaf, body);
+    skip = skip || !Matches(search.root, body);
+    for (size_t j = 0; j < i && !skip; ++j) {
+      skip = Matches(*plan[j].leaf, body);  // branch j read it
     }
-    if (branch.index != nullptr) {
+    if (skip) {
+      if (array_row) decide(i, record_key);
+      return true;
+    }
+    if (array_row) {
       // One row per array: at the first of its entries in this branch's reading order.
-      auto field = body.find(branch.index->name);
-      if (field != body.end() && field->is_array()) {
+      {
         const absl::string_view pk =
             absl::string_view(record_key).substr(storage::GenerationPrefix(generation).size());
         const std::string prefix = storage::IndexAttributePrefix(generation, branch.index->id);
@@ -262,7 +279,14 @@ absl::Status RecordStore::SearchByConditions(absl::string_view db, absl::string_
               ScalarMatches(*branch.leaf, e);
           if (in && (!first || (options.reverse ? k > *first : k < *first))) first = std::move(k);
         }
-        if (first && *first != entry) return true;
+        if (!first || *first != entry) {
+          // Decided unless its first entry is still to come.
+          const bool passed = !first || (options.reverse ? absl::string_view(*first) > entry
+                                                         : absl::string_view(*first) < entry);
+          if (passed) decide(i, record_key);
+          return true;
+        }
+        decide(i, record_key);
       }
     }
     if (!sorted) {
@@ -273,13 +297,17 @@ absl::Status RecordStore::SearchByConditions(absl::string_view db, absl::string_
     row.key = record_key;
     for (const SortKey& key : search.sort) {
       auto f = body.find(key.attribute);
-      row.values.push_back(f == body.end() ? std::nullopt : std::optional<json>(*f));
+      row.values.push_back(SortValueOf(f == body.end() ? nullptr : &*f));
     }
     if (keep == 0) {
       all.push_back(std::move(row));
-    } else if (best.size() < keep || order(row, best.top())) {
-      best.push(std::move(row));
-      if (best.size() > keep) best.pop();
+    } else if (all.size() < keep || order(row, all.front())) {
+      all.push_back(std::move(row));
+      std::push_heap(all.begin(), all.end(), order);
+      if (all.size() > keep) {
+        std::pop_heap(all.begin(), all.end(), order);
+        all.pop_back();
+      }
     }
     return true;
   };
@@ -344,6 +372,7 @@ absl::Status RecordStore::SearchByConditions(absl::string_view db, absl::string_
         Slot row;
         row.def = def.get();
         row.key = gen_prefix + std::string(rest);
+        if (!decided[i].empty() && decided[i].contains(row.key)) continue;
         rows.push_back(std::move(row));
         entries.emplace_back(storage::ToView(it->key()));
         if (rows.size() >= kIndexBatch) {
@@ -358,20 +387,14 @@ absl::Status RecordStore::SearchByConditions(absl::string_view db, absl::string_
     return true;
   };
 
-  for (size_t i = 0; i < plan.size(); ++i) {
-    CAIRN_ASSIGN_OR_RETURN(bool more, read(i));
+  // Backwards, the branches too: a row still comes from the first branch that reads it.
+  for (size_t n = 0; n < plan.size(); ++n) {
+    CAIRN_ASSIGN_OR_RETURN(bool more, read(options.reverse ? plan.size() - 1 - n : n));
     if (!more) return absl::OkStatus();
   }
   if (!sorted) return absl::OkStatus();
 
   // The sorted rows, read again from the same snapshot in chunks.
-  if (keep != 0) {
-    all.reserve(best.size());
-    while (!best.empty()) {
-      all.push_back(std::move(const_cast<SortRow&>(best.top())));
-      best.pop();
-    }
-  }
   std::sort(all.begin(), all.end(), order);
   for (size_t start = 0; start < all.size(); start += kChunk) {
     std::vector<Slot> slots;

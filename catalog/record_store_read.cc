@@ -3,6 +3,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "catalog/internal/record_batch.h"
 #include "catalog/internal/record_codec.h"
@@ -32,6 +33,7 @@ using storage::v1::StoredRecord;
 absl::Status RecordStore::ProjectInto(const TableDef& def, const SearchOptions& options,
                                       std::vector<std::string>* fields) const {
   fields->clear();
+  absl::flat_hash_set<absl::string_view> named;  // a name given twice keeps its first place
   for (const std::string& a : options.get_attributes) {
     if (a == "*") {
       fields->clear();
@@ -40,7 +42,7 @@ absl::Status RecordStore::ProjectInto(const TableDef& def, const SearchOptions& 
     if (def.FindAttribute(a) == nullptr) {
       return Error(ErrorCode::kUnknownAttribute, absl::StrCat("unknown attribute '", a, "'"));
     }
-    fields->push_back(a);
+    if (named.insert(a).second) fields->push_back(a);
   }
   return absl::OkStatus();
 }

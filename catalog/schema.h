@@ -99,6 +99,8 @@ class TableDef {
   Hlc created_time() const { return row_.created_time(); }
   const std::string& primary_key() const { return row_.primary_key(); }
   bool schema_defined() const { return row_.schema_defined(); }
+  // D2: refuses attributes it does not declare (schema-defined tables only).
+  bool sealed() const { return row_.sealed(); }
   bool replicate() const { return row_.replicate(); }
   Origin origin() const { return row_.origin(); }
   uint32_t next_attribute_id() const { return row_.next_attribute_id(); }

@@ -1,6 +1,8 @@
 #include "catalog/search_conditions.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -66,14 +68,18 @@ absl::StatusOr<bool> ParseOperator(const json* op, const std::string& where) {
 }
 
 absl::Status ParseGroup(const json& conditions, bool any, int depth, const std::string& where,
-                        Condition* group);
+                        size_t* leaves, Condition* group);
 
-absl::Status ParseOne(const json& c, int depth, const std::string& where, Condition* out) {
+absl::Status ParseOne(const json& c, int depth, const std::string& where, size_t* leaves,
+                      Condition* out) {
   if (!c.is_object()) return Bad(absl::StrCat("'", where, "' must be an object"));
   if (auto nested = c.find("conditions"); nested != c.end()) {
     auto op = c.find("operator");
     CAIRN_ASSIGN_OR_RETURN(bool any, ParseOperator(op == c.end() ? nullptr : &*op, where + "."));
-    return ParseGroup(*nested, any, depth + 1, where + ".conditions", out);
+    return ParseGroup(*nested, any, depth + 1, where + ".conditions", leaves, out);
+  }
+  if (++*leaves > kMaxConditions) {
+    return Bad(absl::StrCat("a search takes at most ", kMaxConditions, " conditions"));
   }
   const json* attribute = Field(c, "search_attribute", "attribute");
   if (attribute == nullptr || !attribute->is_string() ||
@@ -117,7 +123,7 @@ absl::Status ParseOne(const json& c, int depth, const std::string& where, Condit
 }
 
 absl::Status ParseGroup(const json& conditions, bool any, int depth, const std::string& where,
-                        Condition* group) {
+                        size_t* leaves, Condition* group) {
   if (depth > kMaxGroupDepth) {
     return Bad(absl::StrCat("conditions nest deeper than ", kMaxGroupDepth, " groups"));
   }
@@ -125,8 +131,8 @@ absl::Status ParseGroup(const json& conditions, bool any, int depth, const std::
   group->any = any;
   group->children.resize(conditions.size());
   for (size_t i = 0; i < conditions.size(); ++i) {
-    CAIRN_RETURN_IF_ERROR(
-        ParseOne(conditions[i], depth, absl::StrCat(where, "[", i, "]"), &group->children[i]));
+    CAIRN_RETURN_IF_ERROR(ParseOne(conditions[i], depth, absl::StrCat(where, "[", i, "]"), leaves,
+                                   &group->children[i]));
   }
   return absl::OkStatus();
 }
@@ -171,37 +177,48 @@ int KindRank(const json& v) {
   }
 }
 
-// Same-kind order: numbers by value (exactly for integers), strings by bytes (the index's
-// order), booleans false < true.
+template <typename T>
+int Three(const T& a, const T& b) {
+  return a < b ? -1 : (b < a ? 1 : 0);
+}
+
+// An integer against a double that is not one (non-integral, or beyond int64), exactly.
+int CompareIntDouble(int64_t i, double d) {
+  if (d >= 9223372036854775808.0) return -1;
+  if (d < -9223372036854775808.0) return 1;
+  return i <= static_cast<int64_t>(std::floor(d)) ? -1 : 1;  // d is not integral here
+}
+
+// Numbers as the index orders them: what encodes as an integer (storage::IndexInt64)
+// compares exactly, a non-integral value against the integers around it. A scan and an index
+// read then agree on every value (1e17 written as a float is the integer 10^17).
+int CompareNumbers(const json& a, const json& b) {
+  int64_t x = 0, y = 0;
+  const bool xi = storage::IndexInt64(a, &x), yi = storage::IndexInt64(b, &y);
+  if (xi && yi) return Three(x, y);
+  if (!xi && !yi) return Three(a.get<double>(), b.get<double>());
+  return xi ? CompareIntDouble(x, b.get<double>()) : -CompareIntDouble(y, a.get<double>());
+}
+
+// Same-kind order: numbers by value, strings by bytes (the index's order), booleans
+// false < true.
 int CompareSameKind(const json& a, const json& b) {
   switch (KindRank(a)) {
     case 2:
-      return static_cast<int>(a.get<bool>()) - static_cast<int>(b.get<bool>());
-    case 3: {
-      int64_t x = 0, y = 0;
-      if (storage::ExactInt64(a, &x) && storage::ExactInt64(b, &y)) {
-        return x < y ? -1 : (x > y ? 1 : 0);
-      }
-      const double dx = a.get<double>(), dy = b.get<double>();
-      return dx < dy ? -1 : (dx > dy ? 1 : 0);
-    }
-    case 4: {
-      const int c = a.get_ref<const std::string&>().compare(b.get_ref<const std::string&>());
-      return c < 0 ? -1 : (c > 0 ? 1 : 0);
-    }
-    case 5: {
-      const int c = a.dump().compare(b.dump());
-      return c < 0 ? -1 : (c > 0 ? 1 : 0);
-    }
+      return Three(a.get<bool>(), b.get<bool>());
+    case 3:
+      return CompareNumbers(a, b);
+    case 4:
+      return Three(a.get_ref<const std::string&>(), b.get_ref<const std::string&>());
     default:
       return 0;
   }
 }
 
-// A range comparison holds only between values of one kind (a number is never greater than
-// a string): what an index range reads gives the same rows.
+// A range comparison holds only between two numbers or two strings (a number is never
+// greater than a string, nor true than false): what an index range reads gives the same rows.
 bool InRange(const json& v, const Condition& c) {
-  if (v.is_null() || v.is_structured()) return false;
+  if (KindRank(v) != 3 && KindRank(v) != 4) return false;
   auto cmp = [&](const json& bound, int* out) {
     if (bound.is_null() || KindRank(bound) != KindRank(v)) return false;
     *out = CompareSameKind(v, bound);
@@ -251,7 +268,8 @@ absl::StatusOr<ConditionSearch> ParseConditionSearch(const json& conditions, con
                                                      const json* sort) {
   ConditionSearch out;
   CAIRN_ASSIGN_OR_RETURN(bool any, ParseOperator(op, ""));
-  CAIRN_RETURN_IF_ERROR(ParseGroup(conditions, any, 0, "conditions", &out.root));
+  size_t leaves = 0;
+  CAIRN_RETURN_IF_ERROR(ParseGroup(conditions, any, 0, "conditions", &leaves, &out.root));
   const json* level = sort;
   for (int depth = 0; level != nullptr && !level->is_null(); ++depth) {
     if (!level->is_object() || depth > kMaxGroupDepth) {
@@ -308,11 +326,22 @@ bool Matches(const Condition& c, const json& record) {
   return negated ? !found : found;
 }
 
-int CompareForSort(const json* a, const json* b) {
-  const int ra = a == nullptr ? 0 : KindRank(*a), rb = b == nullptr ? 0 : KindRank(*b);
-  if (ra != rb) return ra < rb ? -1 : 1;
-  if (ra == 0) return 0;
-  return CompareSameKind(*a, *b);
+SortValue SortValueOf(const json* value) {
+  SortValue out;
+  if (value == nullptr) return out;
+  out.rank = KindRank(*value);
+  if (out.rank == 5) {
+    out.text = value->dump(-1, ' ', false, json::error_handler_t::replace);
+  } else if (out.rank != 1) {
+    out.scalar = *value;
+  }
+  return out;
+}
+
+int CompareForSort(const SortValue& a, const SortValue& b) {
+  if (a.rank != b.rank) return a.rank < b.rank ? -1 : 1;
+  if (a.rank == 5) return Three(a.text, b.text);
+  return CompareSameKind(a.scalar, b.scalar);
 }
 
 }  // namespace cairn::catalog

@@ -51,6 +51,9 @@ struct ConditionSearch {
   std::vector<SortKey> sort;  // outermost first; empty: in the order the reads find rows
 };
 
+// A request may hold this many conditions at most (leaves, in every group).
+inline constexpr size_t kMaxConditions = 1000;
+
 // Parses Harper's fields: `conditions` (an array of conditions, each {search_attribute |
 // attribute, search_type | comparator, search_value | value}, or a group {operator,
 // conditions}), the top-level `operator` ("and" by default; null if absent) and `sort`
@@ -72,8 +75,16 @@ bool Matches(const Condition& condition, const nlohmann::json& record);
 // leaf `condition` (not_equal: whether it is equal).
 bool ScalarMatches(const Condition& condition, const nlohmann::json& value);
 
-// The order `sort` sets: negative if `a` comes before `b`. Values of different kinds order
-// missing < null < booleans < numbers < strings < arrays and objects.
-int CompareForSort(const nlohmann::json* a, const nlohmann::json* b);
+// A row's value as `sort` orders it, prepared once per row. Kinds order absent < null <
+// booleans < numbers < strings < arrays and objects; within a kind, by value (numbers as the
+// index orders them, strings by their bytes, arrays and objects by their JSON text).
+struct SortValue {
+  int rank = 0;           // 0 absent, 1 null, 2 boolean, 3 number, 4 string, 5 array or object
+  nlohmann::json scalar;  // ranks 2-4
+  std::string text;       // rank 5
+};
+SortValue SortValueOf(const nlohmann::json* value);  // null: absent
+// Negative if `a` comes before `b`, 0 if they tie.
+int CompareForSort(const SortValue& a, const SortValue& b);
 
 }  // namespace cairn::catalog

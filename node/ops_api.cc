@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "catalog/names.h"
 #include "catalog/schema.h"
@@ -457,6 +458,7 @@ absl::StatusOr<Reply> OpsApi::CreateTable(const Fields& f) const {
   CAIRN_ASSIGN_OR_RETURN(spec.table, f.Table());
   CAIRN_ASSIGN_OR_RETURN(spec.primary_key, f.Attribute("primary_key", "hash_attribute"));
   CAIRN_ASSIGN_OR_RETURN(spec.replicate, f.Bool("replicate", true));
+  CAIRN_ASSIGN_OR_RETURN(spec.sealed, f.Bool("sealed", false));
   if (const json* attributes = f.Find("attributes"); attributes != nullptr) {
     if (!attributes->is_array()) return BadRequest("'attributes' must be an array");
     spec.attributes.emplace();
@@ -500,8 +502,11 @@ absl::StatusOr<json> OpsApi::Describe(const catalog::TableDef& def) const {
   }
   // C15: the attribute markers of the name, which outlive the attributes they dropped.
   json dropped = json::array();
+  // Times in epoch milliseconds, as everywhere in the API (txn_time, __createdtime__); the
+  // exact HLC stamps beside them, for tools that compare generations and markers.
   for (const auto& [name, stamp] : def.attribute_markers()) {
-    dropped.push_back({{"name", name}, {"dropped_time", stamp}});
+    dropped.push_back(
+        {{"name", name}, {"dropped_time", HybridClock::PhysicalMs(stamp)}, {"dropped_hlc", stamp}});
   }
   CAIRN_ASSIGN_OR_RETURN(uint64_t count, node_->records->RecordCount(def));
   return json{{"schema", def.database()},
@@ -510,11 +515,13 @@ absl::StatusOr<json> OpsApi::Describe(const catalog::TableDef& def) const {
               {"hash_attribute", def.primary_key()},
               {"primary_key", def.primary_key()},
               {"schema_defined", def.schema_defined()},
+              {"sealed", def.sealed()},
               {"audit", false},
               {"attributes", std::move(attributes)},
               {"dropped_attributes", std::move(dropped)},
               {"record_count", count},
-              {"created_time", def.created_time()},
+              {"created_time", HybridClock::PhysicalMs(def.created_time())},
+              {"created_hlc", def.created_time()},
               {"generation_id", def.generation_id()},
               {"replicate", def.replicate()}};
 }
@@ -689,11 +696,13 @@ Reply OpsApi::StreamedArray(
     std::vector<std::string> key_order) const {
   // Harper answers a get_attributes list with its keys in the list's order.
   if (std::find(key_order.begin(), key_order.end(), "*") != key_order.end()) key_order.clear();
-  for (size_t i = 0; i < key_order.size(); ++i) {  // a name given twice keeps its first place
-    if (std::find(key_order.begin(), key_order.begin() + i, key_order[i]) !=
-        key_order.begin() + i) {
-      key_order.erase(key_order.begin() + i--);
+  {
+    absl::flat_hash_set<std::string> named;  // a name given twice keeps its first place
+    std::vector<std::string> once;
+    for (std::string& key : key_order) {
+      if (named.insert(key).second) once.push_back(std::move(key));
     }
+    key_order = std::move(once);
   }
   Reply reply;
   reply.stream =

@@ -77,6 +77,7 @@ peer::v1::DbSchema BuildDbSchema(const catalog::CatalogSnapshot& snap, absl::str
       t->set_created_time(def->created_time());
       t->set_primary_key(def->primary_key());
       t->set_schema_defined(def->schema_defined());
+      t->set_sealed(def->sealed());
       for (const catalog::AttributeDef& a : def->attributes()) {
         peer::v1::PeerAttribute* pa = t->add_attributes();
         pa->set_name(a.name);
@@ -216,6 +217,7 @@ absl::Status ApplyDbSchema(catalog::Catalog* catalog, catalog::RecordStore* reco
     def.created_time = t.created_time();
     def.primary_key = t.primary_key();
     def.schema_defined = t.schema_defined();
+    def.sealed = t.sealed();
     for (const peer::v1::PeerAttribute& a : t.attributes()) {
       catalog::AttributeType type = a.type();
       if (type == catalog::v1::ATTRIBUTE_TYPE_UNSPECIFIED) type = catalog::v1::ANY;

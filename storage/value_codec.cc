@@ -105,7 +105,7 @@ bool IntBounds(const nlohmann::json& lo, bool lo_inclusive, const nlohmann::json
   *last = kMax;
   if (!lo.is_null()) {
     int64_t i = 0;
-    if (ExactInt64(lo, &i)) {
+    if (IndexInt64(lo, &i)) {
       if (!lo_inclusive && i == kMax) return false;
       *first = lo_inclusive ? i : i + 1;
     } else {
@@ -116,7 +116,7 @@ bool IntBounds(const nlohmann::json& lo, bool lo_inclusive, const nlohmann::json
   }
   if (!hi.is_null()) {
     int64_t i = 0;
-    if (ExactInt64(hi, &i)) {
+    if (IndexInt64(hi, &i)) {
       if (!hi_inclusive && i == kMin) return false;
       *last = hi_inclusive ? i : i - 1;
     } else {
@@ -162,20 +162,38 @@ std::vector<ValueRange> ValueRanges(bool numbers, const nlohmann::json& lo, bool
     r.end.push_back(kPastValue);
     out.push_back(std::move(r));
   }
-  // Floats hold non-integral values only, so an integral bound falls between two of them.
+  // Floats hold non-integral values and values beyond int64. An integer bound rounds to the
+  // nearest double: whether a float equal to that double is in the range depends on which
+  // way it rounded (2^63 as a float is above the integer 2^63 - 1, which rounds to it).
   ValueRange f{std::string(1, kFloat), std::string(1, kFloat + 1)};
+  auto rounded = [](const nlohmann::json& bound, double d) {  // sign of d - bound
+    int64_t i = 0;
+    if (!IndexInt64(bound, &i)) return 0;
+    if (d >= 9223372036854775808.0) return 1;
+    const auto back = static_cast<int64_t>(d);
+    return back > i ? 1 : (back < i ? -1 : 0);
+  };
   if (!lo.is_null()) {
+    const double d = lo.get<double>();
+    const int r = rounded(lo, d);
     f.start.clear();
-    AppendFloatBits(lo.get<double>(), &f.start);
-    if (!lo_inclusive) f.start.push_back(kPastValue);
+    AppendFloatBits(d, &f.start);
+    if (r < 0 || (r == 0 && !lo_inclusive)) f.start.push_back(kPastValue);
   }
   if (!hi.is_null()) {
+    const double d = hi.get<double>();
+    const int r = rounded(hi, d);
     f.end.clear();
-    AppendFloatBits(hi.get<double>(), &f.end);
-    if (hi_inclusive) f.end.push_back(kPastValue);
+    AppendFloatBits(d, &f.end);
+    if (r < 0 || (r == 0 && hi_inclusive)) f.end.push_back(kPastValue);
   }
   if (f.start < f.end) out.push_back(std::move(f));
   return out;
+}
+
+bool IndexInt64(const nlohmann::json& v, int64_t* out) {
+  if (v.is_number_integer() || v.is_number_unsigned()) return ExactInt64(v, out);
+  return v.is_number_float() && AsInt64(v.get<double>(), out);
 }
 
 bool ExactInt64(const nlohmann::json& v, int64_t* out) {

@@ -34,6 +34,10 @@ absl::Status AppendPrimaryKey(const nlohmann::json& v, std::string* out);
 // integral and below 2^53 in magnitude (so that the text it was parsed from said exactly that
 // number: 9007199254740993.0 parses to 2^53, and -2^63-1 to -2^63). Sets `*out`.
 bool ExactInt64(const nlohmann::json& v, int64_t* out);
+// Whether AppendScalar encodes `v` as an integer (an integer within int64, or a float whose
+// value is one), and which: the order searches compare numbers in (decision 104).
+bool IndexInt64(const nlohmann::json& v, int64_t* out);
+
 // Appends the string tag and the escaped body of `prefix` without the terminator: every
 // encoded string that starts with `prefix` starts with these bytes.
 void AppendStringPrefix(absl::string_view prefix, std::string* out);

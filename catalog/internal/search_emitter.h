@@ -42,8 +42,7 @@ class Emitter {
     if (!fields_.empty()) {
       nlohmann::json projected = nlohmann::json::object();
       for (const std::string& f : fields_) {
-        if (projected.contains(f)) continue;  // named twice
-        auto it = record.find(f);             // as Harper: an attribute the row lacks answers null
+        auto it = record.find(f);  // as Harper: an attribute the row lacks answers null
         projected[f] = it != record.end() ? std::move(*it) : nlohmann::json();
       }
       record = std::move(projected);

@@ -71,7 +71,7 @@ absl::StatusOr<NodeView> ReadNode(const CairndProcess& node) {
     for (const auto& [name, d] : tables.items()) {
       TableView t;
       t.replicate = Get(d, "replicate", true);
-      t.created_time = Get<uint64_t>(d, "created_time", 0);
+      t.created_time = Get<uint64_t>(d, "created_hlc", 0);  // the exact stamp
       t.primary_key = Get<std::string>(d, "hash_attribute", "");
       std::vector<std::string> attrs;
       if (d.contains("attributes") && d["attributes"].is_array()) {

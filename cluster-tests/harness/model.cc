@@ -71,7 +71,7 @@ absl::StatusOr<NodeRows> ReadRows(const Cluster& cluster, const std::string& nod
       NodeTable& t = out.replicated[qualified];
       t.dropped_time = r.value("dropped_time", uint64_t{0});
       for (const json& m : d.value("dropped_attributes", json::array())) {
-        t.attribute_markers[m["name"].get<std::string>()] = m["dropped_time"].get<uint64_t>();
+        t.attribute_markers[m["name"].get<std::string>()] = m["dropped_hlc"].get<uint64_t>();
       }
       for (const json& row : r["rows"]) {
         Row& stored = t.rows[row["key"].dump()];

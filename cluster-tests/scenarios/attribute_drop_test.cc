@@ -43,7 +43,7 @@ absl::StatusOr<YState> ReadY(Cluster& c, const std::string& node) {
   CAIRN_ASSIGN_OR_RETURN(json d, c.Ok(node, ops::DescribeTable("app", "people")));
   for (const json& a : d["attributes"]) out.attribute = out.attribute || a["attribute"] == "y";
   for (const json& m : d.value("dropped_attributes", json::array())) {
-    if (m["name"] == "y") out.marker = m["dropped_time"].get<uint64_t>();
+    if (m["name"] == "y") out.marker = m["dropped_hlc"].get<uint64_t>();
   }
   CAIRN_ASSIGN_OR_RETURN(
       json rows,

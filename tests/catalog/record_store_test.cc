@@ -205,7 +205,9 @@ TEST_F(RecordStoreTest, D8_EmptyKeysAndBacktickNamesAreRefused) {
 }
 
 TEST_F(RecordStoreTest, D2_SchemaDefinedRefusesTheWholeBatchOnOneBadRecord) {
-  ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"name"})));
+  TableSpec sealed = Spec("db", "t", {"name"});
+  sealed.sealed = true;  // else an attribute it does not declare is added (D2)
+  ASSERT_OK(catalog().CreateTable(sealed));
   auto r = Write("t", json::array({{{"id", 1}, {"name", "ok"}}, {{"id", 2}, {"nope", 1}}}),
                  WriteMode::kInsert);
   EXPECT_THAT(r, HasErrorCode(ErrorCode::kUnknownAttribute));
@@ -219,6 +221,35 @@ TEST_F(RecordStoreTest, D2_SchemaDefinedRefusesTheWholeBatchOnOneBadRecord) {
   EXPECT_EQ(Count("t"), 0u);
   EXPECT_TRUE(Log().empty());
   EXPECT_EQ(Live("db", "t")->attributes().size(), 2u);
+}
+
+// D2 and decision 105: a schema-defined table not sealed adds a record's new field as a
+// dynamic table does, provisional: a declaration of it (a peer's definition, as decision 103)
+// gives it its type and index.
+TEST_F(RecordStoreTest, D2_SchemaDefinedTablesAddUndeclaredFieldsProvisionally) {
+  ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"name"})));
+  auto r =
+      Write("t", json::array({{{"id", 1}, {"name", "ok"}, {"payload", "x"}}}), WriteMode::kInsert);
+  ASSERT_OK(r);
+  EXPECT_THAT(r->new_attributes, ::testing::ElementsAre("payload"));
+  const AttributeDef* payload = Live("db", "t")->FindAttribute("payload");
+  ASSERT_NE(payload, nullptr);
+  EXPECT_EQ(payload->type, v1::ANY);
+  EXPECT_TRUE(payload->indexed);
+  EXPECT_EQ(payload->origin, v1::PEER_RECORD);  // provisional
+  EXPECT_EQ(By("t", "payload", "x").size(), 1u);
+  // A peer declares it: it takes the declared type and index in place, the row keeps it.
+  TableRef live = Live("db", "t");
+  PeerTableDef peer{"db", "t", live->created_time(), "id", {}, /*schema_defined=*/true};
+  peer.attributes = {{"name", v1::STRING, true}, {"payload", v1::STRING, false}};
+  ASSERT_OK(catalog().ApplyPeerTable(peer));
+  payload = Live("db", "t")->FindAttribute("payload");
+  ASSERT_NE(payload, nullptr);
+  EXPECT_EQ(payload->type, v1::STRING);
+  EXPECT_FALSE(payload->indexed);
+  EXPECT_NE(payload->origin, v1::PEER_RECORD);
+  EXPECT_EQ(ById("t", json::array({1}))[0]["payload"], "x");
+  ExpectIndexConsistent("t");
 }
 
 TEST_F(RecordStoreTest, D2_DynamicTablesAddIndexedAttributesAndTrackTimes) {

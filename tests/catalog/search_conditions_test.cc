@@ -72,6 +72,13 @@ TEST_F(SearchConditionsTest, Decision104_WhatEachComparatorMatches) {
   EXPECT_TRUE(matches(C("s", "between", {"D", "E"}), r));
   EXPECT_FALSE(matches(C("s", "greater_than", 5), r));  // a string is never above a number
   EXPECT_FALSE(matches(C("z", "less_than", 1), r));     // nor null below one
+  EXPECT_FALSE(matches(C("b", "greater_than", false), {{"b", true}}));  // nor true than false
+  // Numbers compare as the index orders them: 1e17 written as a float is the integer 10^17.
+  EXPECT_FALSE(
+      matches(C("n", "greater_than_equal", json(int64_t{100000000000000001})), {{"n", 1e17}}));
+  EXPECT_TRUE(matches(C("n", "equals", 1e17), {{"n", int64_t{100000000000000000}}}));
+  EXPECT_FALSE(matches(C("n", "greater_than_equal", 9223372036854775808.0),  // 2^63: a float
+                       {{"n", INT64_MAX}}));
   EXPECT_TRUE(matches(C("list", "greater_than", 8), r));
   EXPECT_TRUE(matches(C("n", "gt", 4), r));  // the short names
 }
@@ -94,6 +101,11 @@ TEST_F(SearchConditionsTest, Decision104_RequestsThatAreRefused) {
   const json bad_sort = {{"attribute", "a"}, {"descending", "yes"}};
   EXPECT_THAT(refused({C("a", "equals", 1)}, nullptr, &bad_sort),
               HasErrorCode(ErrorCode::kBadRequest));
+  // At most kMaxConditions leaves.
+  std::vector<json> many(kMaxConditions + 1, C("a", "equals", 1));
+  EXPECT_THAT(refused(many), HasErrorCode(ErrorCode::kBadRequest));
+  many.pop_back();
+  EXPECT_OK(ParseConditionSearch(json(many), nullptr, nullptr).status());
   // Groups nest, but not without end.
   json deep = json::array({C("a", "equals", 1)});
   for (int i = 0; i < 40; ++i) {
@@ -118,6 +130,8 @@ TEST_F(SearchConditionsTest, Decision104_RequestsThatAreRefused) {
 TEST_F(SearchConditionsTest, Decision104_IndexReadsFindWhatAScanFinds) {
   const uint64_t seed = testing::TestSeed();
   std::mt19937_64 rng(seed);
+  // Numbers where a float and an integer meet: 1e17 (a float the index holds as an integer),
+  // 10^17 + 1, 2^63 - 1 beside 2^63, 1.5e19 and 2^64 - 1 (beyond int64: floats).
   const std::vector<json> pool = {nullptr,
                                   false,
                                   true,
@@ -131,6 +145,12 @@ TEST_F(SearchConditionsTest, Decision104_IndexReadsFindWhatAScanFinds) {
                                   0.5,
                                   1.5,
                                   4.75,
+                                  1e17,
+                                  int64_t{100000000000000001},
+                                  1.5e19,
+                                  UINT64_MAX,
+                                  INT64_MAX,
+                                  9223372036854775808.0,
                                   "",
                                   "a",
                                   "ab",
@@ -142,6 +162,7 @@ TEST_F(SearchConditionsTest, Decision104_IndexReadsFindWhatAScanFinds) {
                                   json::array({1, "a"}),
                                   json::array({2, 5, 7}),
                                   json::array({"ab", "b", 1.5}),
+                                  json::array({1e17, int64_t{100000000000000001}}),
                                   json::array()};
   auto any = [&] { return pool[rng() % pool.size()]; };
   for (const bool indexed : {true, false}) {
@@ -251,6 +272,24 @@ TEST_F(SearchConditionsTest, Decision104_SortLimitOffsetAndReverse) {
   SearchOptions reverse;
   reverse.reverse = true;
   EXPECT_EQ(Ids(Search("t", all, nullptr, nullptr, reverse)), (std::vector<json>{5, 2, 1, 4, 3}));
+  // An `or` read backwards: its branches in turn backwards, so the last branch's rows first.
+  const json or_op = "or";
+  SearchOptions last_first;
+  last_first.reverse = true;
+  last_first.limit = 1;
+  EXPECT_EQ(
+      Ids(Search("t", {C("id", "equals", 1), C("id", "equals", 2)}, &or_op, nullptr, last_first)),
+      (std::vector<json>{2}));
+  // offset + limit saturates instead of wrapping to a small number: a sort is then refused
+  // (it would hold more than kMaxSortRows rows), not answered short.
+  SearchOptions huge;
+  huge.offset = 2;
+  huge.limit = UINT64_MAX;
+  auto sorted = ParseConditionSearch(json(all), nullptr, &by_g);
+  ASSERT_OK(sorted);
+  EXPECT_THAT(
+      records().SearchByConditions("db", "t", *sorted, huge, [](const json&) { return true; }),
+      HasErrorCode(ErrorCode::kBadRequest));
   // The projection names what it keeps; a row without it answers null (as Harper).
   SearchOptions projected;
   projected.get_attributes = {"g", "id"};

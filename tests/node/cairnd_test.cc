@@ -166,7 +166,11 @@ TEST_F(CairndTest, CreateTableAnswersAndDescribesLikeHarper) {
   EXPECT_EQ(d["schema_defined"], true);
   EXPECT_EQ(d["replicate"], true);
   EXPECT_EQ(d["record_count"], 0);
-  EXPECT_GT(d["created_time"].get<uint64_t>(), 0u);
+  // Epoch milliseconds, as txn_time; the exact HLC stamp beside it (issue 22).
+  const uint64_t now_ms = static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
+  EXPECT_GT(d["created_time"].get<uint64_t>(), now_ms - 60'000);
+  EXPECT_LE(d["created_time"].get<uint64_t>(), now_ms + 1);
+  EXPECT_EQ(HybridClock::PhysicalMs(d["created_hlc"].get<uint64_t>()), d["created_time"]);
   EXPECT_GT(d["generation_id"].get<uint64_t>(), 0u);
   ASSERT_EQ(d["attributes"].size(), 3u);
   EXPECT_EQ(
@@ -464,7 +468,8 @@ TEST_F(CairndTest, BadInput_MissingOrWronglyTypedFieldsAreNamed) {
              {"table", "orders"},
              {"records", {1, 2}}},
             "records[0] is not an object"},
-           {{{"operation", "delete"}, {"database", "shop"}, {"table", "orders"}}, "'ids' is required"},
+           {{{"operation", "delete"}, {"database", "shop"}, {"table", "orders"}},
+            "'ids' is required"},
            {{{"operation", "search_by_id"},
              {"database", "shop"},
              {"table", "orders"},
@@ -559,8 +564,6 @@ TEST_F(CairndTest, BadInput_BatchWithOneBadRecordWritesNone) {
   };
   ExpectError(insert({{{"id", 1}, {"qty", 1}}, {{"id", 2}, {"qty", "two"}}}), 400, "TYPE_MISMATCH",
               "qty");
-  ExpectError(insert({{{"id", 1}, {"qty", 1}}, {{"id", 2}, {"colour", "red"}}}), 400,
-              "UNKNOWN_ATTRIBUTE", "colour");
   ExpectError(insert({{{"id", 1}}, {{"id", {{"nested", true}}}}}), 400, "TYPE_MISMATCH",
               "records[1].id");
   ExpectError(insert({{{"id", 1}}, {{"id", 2.5}}}), 400, "TYPE_MISMATCH");
@@ -570,6 +573,44 @@ TEST_F(CairndTest, BadInput_BatchWithOneBadRecordWritesNone) {
                 {"table", "orders"},
                 {"ids", {1, 2}}}),
             json::array());
+}
+
+// D2: a table created with attributes stays open, as Harper's (a record's new field becomes an
+// attribute, Any and indexed, as in a dynamic table), unless created sealed; describe_table
+// says which.
+TEST_F(CairndTest, D2_SchemaDefinedTablesStayOpenUnlessSealed) {
+  CreateOrders();
+  json a = Ok({{"operation", "insert"},
+               {"database", "shop"},
+               {"table", "orders"},
+               {"records", {{{"id", 1}, {"qty", 1}, {"payload", "x"}}}}});
+  EXPECT_EQ(a["new_attributes"], json::parse(R"(["payload"])"));
+  json d = Ok({{"operation", "describe_table"}, {"database", "shop"}, {"table", "orders"}});
+  EXPECT_EQ(d["sealed"], false);
+  EXPECT_EQ(d["attributes"].size(), 4u) << d.dump();
+
+  Ok({{"operation", "create_table"},
+      {"database", "shop"},
+      {"table", "ledger"},
+      {"primary_key", "id"},
+      {"sealed", true},
+      {"attributes",
+       json::array({{{"name", "id"}, {"type", "ID"}}, {{"name", "qty"}, {"type", "Int"}}})}});
+  ExpectError(node_->Post({{"operation", "insert"},
+                           {"database", "shop"},
+                           {"table", "ledger"},
+                           {"records", {{{"id", 1}, {"qty", 1}}, {{"id", 2}, {"colour", "red"}}}}}),
+              400, "UNKNOWN_ATTRIBUTE", "colour");
+  d = Ok({{"operation", "describe_table"}, {"database", "shop"}, {"table", "ledger"}});
+  EXPECT_EQ(d["sealed"], true);
+  EXPECT_EQ(d["record_count"], 0);
+  // Sealed needs an attribute list: without one a table is dynamic.
+  ExpectError(node_->Post({{"operation", "create_table"},
+                           {"database", "shop"},
+                           {"table", "loose"},
+                           {"primary_key", "id"},
+                           {"sealed", true}}),
+              400, "BAD_REQUEST", "sealed");
 }
 
 TEST_F(CairndTest, BadInput_AbsentThingsAre404) {

@@ -208,6 +208,15 @@ TEST_F(FrontDoorTest, HeaderLimitsAnswer431) {
     EXPECT_EQ(r.status, 431) << r.head;
     EXPECT_THAT(r.body, HasSubstr("HEADER_TOO_LARGE"));
   }
+  {
+    // Issue 22: a Harper client's ~20 KB Authorization header is named, not a 400.
+    RawConnection c(node_->port());
+    ASSERT_TRUE(c.Send(absl::StrCat("POST / HTTP/1.1\r\nHost: cairn\r\nAuthorization: Basic ",
+                                    std::string(20000, 'A'), "\r\nContent-Length: 2\r\n\r\n{}")));
+    const RawConnection::Response r = c.Read();
+    EXPECT_EQ(r.status, 431) << r.head;
+    EXPECT_THAT(r.body, HasSubstr("HEADER_TOO_LARGE"));
+  }
   EXPECT_LT(ResidentBytes(node_->pid()), rss_before + 32 * kMiB);
   EXPECT_TRUE(HealthAnswersWithin(absl::Seconds(1)));
 }

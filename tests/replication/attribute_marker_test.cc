@@ -323,6 +323,31 @@ TEST_F(AttributeMarkerTest, Decision103_AnAttributeMadeForAPeerRecordTakesTheDec
   });
 }
 
+// Decision 105: an attribute a local write made (a dynamic table's new field, D2) is a guess
+// too. a writes a row with `colour` while b, cut off, declares `colour` (String, not indexed);
+// once linked both end with b's declaration and a's row keeps its value. Without it, a kept
+// Any, indexed as its own declaration, b its String, for good (C4).
+TEST_F(AttributeMarkerTest, Decision105_AnAttributeALocalWriteMadeTakesTheDeclaredType) {
+  auto a = NewNode("a"), b = NewNode("b");
+  catalog::TableSpec dynamic = Spec("shop", "people", {});
+  dynamic.attributes.reset();
+  ASSERT_OK(a->catalog().CreateTable(dynamic));
+  ASSERT_OK(b->catalog().CreateTable(dynamic));
+  Upsert(a.get(), json::array({{{"id", "p1"}, {"colour", "red"}}}));
+  ASSERT_OK(b->catalog().CreateAttribute("shop", "people", {"colour", catalog::v1::STRING, false}));
+  b->Route(*a);
+  ASSERT_EVENTUALLY([&] {
+    for (TestNode* n : {a.get(), b.get()}) {
+      const catalog::AttributeDef* colour = n->Table("shop", "people")->FindAttribute("colour");
+      ASSERT_NE(colour, nullptr) << n->name();
+      ASSERT_EQ(colour->type, catalog::v1::STRING) << n->name();
+      ASSERT_FALSE(colour->indexed) << n->name();
+      ASSERT_NE(colour->origin, catalog::v1::PEER_RECORD) << n->name();
+      ASSERT_EQ(Found(*n, "colour", "red"), 1u) << n->name();
+    }
+  });
+}
+
 // C15 with R16: an attribute marker's stamp and an attribute's created_time in a peer's
 // snapshot are stamps like any other; one from the future refuses the snapshot before
 // anything of it is applied or observed.

@@ -71,10 +71,13 @@ class ClusterTest : public ::testing::Test {
 TEST_F(ClusterTest, R3_ATableCreatedOnOneNodeAppearsOnThePeer) {
   auto a = NewNode("a"), b = NewNode("b");
   Link(a.get(), b.get());
-  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  catalog::TableSpec sealed = Spec("shop", "orders", {"name"});
+  sealed.sealed = true;  // D2: the peer's copy refuses undeclared attributes too
+  ASSERT_OK(a->catalog().CreateTable(sealed));
   ASSERT_EVENTUALLY([&] { ASSERT_NE(b->Table("shop", "orders"), nullptr); });
   EXPECT_EQ(b->Table("shop", "orders")->created_time(), a->Table("shop", "orders")->created_time());
   EXPECT_THAT(b->Attributes("shop", "orders"), ElementsAre("id", "name"));
+  EXPECT_TRUE(b->Table("shop", "orders")->sealed());
   ExpectConnectedAndInSync(a.get(), b.get());
   ExpectConnectedAndInSync(b.get(), a.get());
   PeerStatus s = a->StatusOf("b");
