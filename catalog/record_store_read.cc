@@ -77,13 +77,8 @@ absl::Status RecordStore::SearchById(absl::string_view db, absl::string_view tab
       slots.push_back(std::move(s));
     }
     CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &slots, snapshot.get()));
-    for (Slot& s : slots) {
-      CAIRN_RETURN_IF_ERROR(emit.Visit());
-      if (!s.stored) continue;
-      CAIRN_ASSIGN_OR_RETURN(bool more,
-                             emit.Row(s.original, s.original_live ? &s.original_json : nullptr));
-      if (!more) return absl::OkStatus();
-    }
+    CAIRN_ASSIGN_OR_RETURN(bool more, emit.Rows(&slots));
+    if (!more) return absl::OkStatus();
   }
   return absl::OkStatus();
 }

@@ -12,6 +12,7 @@
 #include "catalog/internal/record_batch.h"
 #include "catalog/internal/record_codec.h"
 #include "catalog/record_store.h"
+#include "common/status.h"
 #include "nlohmann/json.hpp"
 
 namespace cairn::catalog::internal {
@@ -50,6 +51,18 @@ class Emitter {
     if (!visit_(record)) return false;
     ++emitted_;
     return options_.limit == 0 || emitted_ < options_.limit;
+  }
+
+  // Rows LoadSlots read, in order, each passing the checkpoint first. False: stop.
+  absl::StatusOr<bool> Rows(std::vector<Slot>* slots) {
+    for (Slot& s : *slots) {
+      CAIRN_RETURN_IF_ERROR(Visit());
+      if (!s.stored) continue;
+      CAIRN_ASSIGN_OR_RETURN(bool more,
+                             Row(s.original, s.original_live ? &s.original_json : nullptr));
+      if (!more) return false;
+    }
+    return true;
   }
 
  private:

@@ -138,4 +138,53 @@ inline std::function<bool(const json&)> IdsAre(json ids, std::string key = "id")
   };
 }
 
+// Helpers the suites share: Harper's checks as its tests write them, and its setup steps.
+
+// body[key] == want (JSON types and all); false when body is no object or lacks the key.
+inline bool Is(const json& body, const char* key, const json& want) {
+  return body.is_object() && body.contains(key) && body.at(key) == want;
+}
+// body[key]; null (JavaScript's undefined) when body is no object or lacks the key.
+inline json Get(const json& body, const char* key) {
+  return body.is_object() && body.contains(key) ? body.at(key) : json();
+}
+// JSON.stringify(body) contains each of `parts`, as Harper's helpers read answers.
+inline std::function<bool(const json&)> TextHas(std::vector<std::string> parts) {
+  return [parts](const json& b) {
+    const std::string text = b.dump();
+    for (const std::string& p : parts) {
+      if (text.find(p) == std::string::npos) return false;
+    }
+    return true;
+  };
+}
+// body.message contains `part`.
+inline std::function<bool(const json&)> MessageHas(std::string part) {
+  return [part](const json& b) {
+    const json m = Get(b, "message");
+    return m.is_string() && m.get<std::string>().find(part) != std::string::npos;
+  };
+}
+// The body is `want` (assert.deepStrictEqual: the same keys, values and types).
+inline std::function<bool(const json&)> BodyIs(json want) {
+  return [want](const json& b) { return b == want; };
+}
+// Harper's createSchema(db) (utils/schema.mjs): 200, and the body's text says "successfully
+// created" and names the database.
+inline Case CreateSchema(std::string title, std::string db) {
+  json request = {{"operation", "create_schema"}, {"schema", db}};
+  return Case(std::move(title), std::move(request), 200, TextHas({"successfully created", db}));
+}
+// Harper's createTable(db, table, hash) (utils/table.mjs), the database under `database`: 200,
+// and the body's text says "successfully created" and names the table.
+inline Case CreateTable(std::string title, std::string db, std::string table, std::string hash) {
+  json request = {
+      {"operation", "create_table"}, {"database", db}, {"table", table}, {"hash_attribute", hash}};
+  return Case(std::move(title), std::move(request), 200, TextHas({"successfully created", table}));
+}
+// body[i]; null when body is no array or too short.
+inline json At(const json& body, size_t i) {
+  return body.is_array() && i < body.size() ? body.at(i) : json();
+}
+
 }  // namespace cairn::testing::harper

@@ -20,14 +20,6 @@
 namespace cairn::testing::harper {
 namespace {
 
-// body[key] == want (JSON types and all); false when body is no object or lacks the key.
-bool Is(const json& body, const char* key, const json& want) {
-  return body.is_object() && body.contains(key) && body.at(key) == want;
-}
-// body[key]; null (JavaScript's undefined) when body is no object or lacks the key.
-json Get(const json& body, const char* key) {
-  return body.is_object() && body.contains(key) ? body.at(key) : json();
-}
 // body[0]; null when body is no array or empty.
 json First(const json& body) { return body.is_array() && !body.empty() ? body.at(0) : json(); }
 // An array of n elements (Harper's `x.length === n`).
@@ -39,42 +31,6 @@ bool HasId(const json& rows, const json& id) {
     if (Is(r, "id", id)) return true;
   }
   return false;
-}
-
-// JSON.stringify(body) contains each of `parts`, as Harper's helpers read answers.
-std::function<bool(const json&)> TextHas(std::vector<std::string> parts) {
-  return [parts](const json& b) {
-    const std::string text = b.dump();
-    for (const std::string& p : parts) {
-      if (text.find(p) == std::string::npos) return false;
-    }
-    return true;
-  };
-}
-// body.message contains `part`.
-std::function<bool(const json&)> MessageHas(std::string part) {
-  return [part](const json& b) {
-    const json m = Get(b, "message");
-    return m.is_string() && m.get<std::string>().find(part) != std::string::npos;
-  };
-}
-// The body is `want` (assert.deepStrictEqual: the same keys, values and types).
-std::function<bool(const json&)> BodyIs(json want) {
-  return [want](const json& b) { return b == want; };
-}
-
-// Harper's createSchema(db) (utils/schema.mjs): 200, and the body's text says "successfully
-// created" and names the database.
-Case CreateSchema(std::string title, std::string db) {
-  json request = {{"operation", "create_schema"}, {"schema", db}};
-  return Case(std::move(title), std::move(request), 200, TextHas({"successfully created", db}));
-}
-// Harper's createTable(db, table, hash) (utils/table.mjs), the database under `database`: 200,
-// and the body's text says "successfully created" and names the table.
-Case CreateTable(std::string title, std::string db, std::string table, std::string hash) {
-  json request = {
-      {"operation", "create_table"}, {"database", db}, {"table", table}, {"hash_attribute", hash}};
-  return Case(std::move(title), std::move(request), 200, TextHas({"successfully created", table}));
 }
 
 // "Post drop attribute tests", which Harper runs three times over (its second and third folders

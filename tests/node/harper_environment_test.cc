@@ -15,37 +15,6 @@
 namespace cairn::testing::harper {
 namespace {
 
-// body[key] == want (JSON types and all); false when body is no object or lacks the key.
-bool Is(const json& body, const char* key, const json& want) {
-  return body.is_object() && body.contains(key) && body.at(key) == want;
-}
-
-// JSON.stringify(body) contains each of `parts`, as Harper's helpers read answers.
-std::function<bool(const json&)> TextHas(std::vector<std::string> parts) {
-  return [parts](const json& b) {
-    const std::string text = b.dump();
-    for (const std::string& p : parts) {
-      if (text.find(p) == std::string::npos) return false;
-    }
-    return true;
-  };
-}
-
-// Harper's createSchema(db) (utils/schema.mjs): 200, and the body's text says "successfully
-// created" and names the database.
-Case CreateSchema(std::string title, std::string db) {
-  json request = {{"operation", "create_schema"}, {"schema", db}};
-  return Case(std::move(title), std::move(request), 200, TextHas({"successfully created", db}));
-}
-
-// Harper's createTable(db, table, hash) (utils/table.mjs), the database under `database`: 200,
-// and the body's text says "successfully created" and names the table.
-Case CreateTable(std::string title, std::string db, std::string table, std::string hash) {
-  json request = {
-      {"operation", "create_table"}, {"database", db}, {"table", table}, {"hash_attribute", hash}};
-  return Case(std::move(title), std::move(request), 200, TextHas({"successfully created", table}));
-}
-
 // Harper's describeSchema(db) (every value t of the body has t.schema === db) and, given a table,
 // checkTableInSchema(db, table) (no value t has t.schema != db or t.name != table). Both read
 // Object.values(body): no values at all passes.
