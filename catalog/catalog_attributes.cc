@@ -147,13 +147,31 @@ absl::StatusOr<TableRef> Catalog::CreateAttribute(absl::string_view db, absl::st
   CAIRN_RETURN_IF_ERROR(ValidateAttributeName(spec.name));
   DatabaseLock lock(this, db);
   CAIRN_ASSIGN_OR_RETURN(TableRef live, Snapshot()->FindTable(db, table));
-  if (live->FindAttribute(spec.name) != nullptr) {
+  const AttributeDef* existing = live->FindAttribute(spec.name);
+  if (existing == nullptr) return AddAttributes(lock, live, {spec}, v1::LOCAL);
+  if (existing->origin != v1::PEER_RECORD) {
     // Harper's words, which its clients look for.
     return Error(
         ErrorCode::kAttributeExists,
         absl::StrCat("attribute '", spec.name, "' already exists in ", Qualified(db, table)));
   }
-  return AddAttributes(lock, live, {spec}, v1::LOCAL);
+  // Decisions 103 and 105: an attribute a record made is a guess; this declares it, in place
+  // (same id, same values), as a peer's declaration would. Its index goes in the same fenced
+  // batch if the declaration is not indexed, so no write of the guess's definition adds one
+  // after it.
+  AttributeDef next = *existing;
+  next.type = spec.type;
+  next.indexed = spec.indexed;
+  next.origin = v1::LOCAL;
+  rocksdb::WriteBatch batch;
+  if (existing->indexed && !next.indexed) DeleteIndexOf(live->generation_id(), *existing, &batch);
+  std::vector<AttributeDef> attributes = live->attributes();
+  for (AttributeDef& a : attributes) {
+    if (a.name == next.name) a = next;
+  }
+  PutProto(engine_, &batch, Cf::kCatalog, storage::AttributeKey(live->generation_id(), next.name),
+           ToRow(next));
+  return ReplaceDefinition(lock, live, live->row(), std::move(attributes), &batch, nullptr);
 }
 
 absl::StatusOr<TableRef> Catalog::EnsureAttributes(

@@ -1173,7 +1173,26 @@ TEST_F(RecordStoreTest, DropAttributeStripsValuesAndARecreateStartsEmpty) {
   EXPECT_THAT(records().DropAttribute("db", "t", "id"), HasErrorCode(ErrorCode::kBadRequest));
   EXPECT_THAT(records().DropAttribute("db", "t", "zzz"),
               HasErrorCode(ErrorCode::kUnknownAttribute));
-  EXPECT_THAT(catalog().CreateAttribute("db", "t", {"y", v1::ANY, true}),
+  EXPECT_THAT(catalog().CreateAttribute("db", "t", {"x", v1::ANY, true}),
+              HasErrorCode(ErrorCode::kAttributeExists));
+}
+
+// Decision 105: create_attribute of an attribute a write made declares it in place: its type
+// and index, the values kept, the index range gone when it is not indexed; then it exists.
+TEST_F(RecordStoreTest, Decision105_CreateAttributeDeclaresAnAttributeAWriteMade) {
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  ASSERT_OK(Write("t", json::array({{{"id", 1}, {"x", "a"}}, {{"id", 2}, {"x", "b"}}}),
+                  WriteMode::kInsert));
+  ASSERT_EQ(Live("db", "t")->FindAttribute("x")->origin, v1::PEER_RECORD);
+  ASSERT_OK(catalog().CreateAttribute("db", "t", {"x", v1::STRING, false}));
+  const AttributeDef* x = Live("db", "t")->FindAttribute("x");
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(x->type, v1::STRING);
+  EXPECT_FALSE(x->indexed);
+  EXPECT_EQ(x->origin, v1::LOCAL);
+  EXPECT_EQ(By("t", "x", "b").size(), 1u);  // by a scan now
+  ExpectIndexConsistent("t");
+  EXPECT_THAT(catalog().CreateAttribute("db", "t", {"x", v1::STRING, false}),
               HasErrorCode(ErrorCode::kAttributeExists));
 }
 
