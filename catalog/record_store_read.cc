@@ -1,6 +1,5 @@
 // RecordStore reads: searches by id and by value, record counts (SPEC D3, D6, C9 cancellation).
 #include <algorithm>
-#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -9,7 +8,6 @@
 #include "catalog/internal/record_codec.h"
 #include "catalog/internal/search_emitter.h"
 #include "catalog/record_store.h"
-#include "common/fault_points.h"
 #include "common/status.h"
 #include "storage/keys.h"
 #include "storage/value_codec.h"

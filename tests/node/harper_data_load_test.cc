@@ -89,22 +89,6 @@ json LongText() {
 ])json");
 }
 
-// json/dataBulk.json: 10 records, keyed by `all`.
-json DataBulk() {
-  return json::parse(R"json([
-{"all":1,"dog_name":"Penny","owner_name":"Kyle","breed_id":154,"age":5,"weight_lbs":35,"adorable":true},
-{"all":2,"dog_name":"Harper","owner_name":"Stephen","breed_id":346,"age":5,"weight_lbs":55,"adorable":true},
-{"all":3,"dog_name":"Alby","owner_name":"Kaylan","breed_id":348,"age":5,"weight_lbs":84,"adorable":true},
-{"all":4,"dog_name":"Billy","owner_name":"Zach","breed_id":347,"age":4,"weight_lbs":60,"adorable":true},
-{"all":5,"dog_name":"Rose Merry","owner_name":"Zach","breed_id":348,"age":6,"weight_lbs":15,"adorable":true},
-{"all":6,"dog_name":"Kato","owner_name":"Kyle","breed_id":351,"age":4,"weight_lbs":28,"adorable":true},
-{"all":7,"dog_name":"Simon","owner_name":"Fred","breed_id":349,"age":1,"weight_lbs":35,"adorable":true},
-{"all":8,"dog_name":"Gemma","owner_name":"Stephen","breed_id":350,"age":3,"weight_lbs":55,"adorable":true},
-{"all":9,"dog_name":"Gertrude","owner_name":"Eli","breed_id":158,"age":5,"weight_lbs":70,"adorable":true},
-{"all":10,"dog_name":"Big Louie","owner_name":"Eli","breed_id":241,"age":11,"weight_lbs":20,"adorable":true}
-])json");
-}
-
 // json/breed.json: 350 records {id, name, image, country, section}.
 json Breeds() {
   return json::parse(R"json([
