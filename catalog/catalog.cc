@@ -97,8 +97,15 @@ absl::Status Catalog::Load() {
     if (it->Valid()) {
       const absl::string_view key = storage::ToView(it->key());
       if (key.size() == prefix.size() + 8 && absl::StartsWith(key, prefix)) {
-        next_generation =
-            std::max(next_generation, storage::GetBigEndian64(key.substr(prefix.size())) + 1);
+        const uint64_t highest = storage::GetBigEndian64(key.substr(prefix.size()));
+        next_generation = std::max(next_generation, highest + 1);
+        // Each create wrote its own key: keep the highest only.
+        rocksdb::WriteBatch batch;
+        batch
+            .DeleteRange(engine_->cf(Cf::kMeta), ToSlice(storage::GenerationHighWaterKey(0)),
+                         ToSlice(storage::GenerationHighWaterKey(highest)))
+            .PermitUncheckedError();
+        CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
       }
     }
     CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
@@ -240,7 +247,7 @@ absl::Status Catalog::Load() {
   {
     absl::MutexLock lock(&mu_);
     next_generation_id_ = next_generation;
-    PublishLocked(std::move(snap));  // no listener yet
+    journal_from_ = PublishLocked(std::move(snap))->version;  // no listener yet; (4)
   }
 
   // C10: every tombstone was written by an earlier incarnation (this one has written none),
@@ -301,7 +308,11 @@ void Catalog::PutTable(CatalogSnapshot* snap, absl::string_view db, absl::string
   } else {
     d = std::make_shared<DatabaseDef>(*it->second);
   }
+  if (auto old = d->tables.find(table); old != d->tables.end() && old->second->replicate()) {
+    d->replicated_digest -= old->second->names_digest();
+  }
   if (def != nullptr) {
+    if (def->replicate()) d->replicated_digest += def->names_digest();
     d->tables[std::string(table)] = std::move(def);
   } else {
     d->tables.erase(std::string(table));
@@ -309,11 +320,28 @@ void Catalog::PutTable(CatalogSnapshot* snap, absl::string_view db, absl::string
   snap->databases[std::string(db)] = std::move(d);
 }
 
-void Catalog::Publish(const DatabaseLock& lock, const std::function<void(CatalogSnapshot*)>& edit) {
+void Catalog::Publish(const DatabaseLock& lock, absl::string_view table,
+                      const std::function<void(CatalogSnapshot*)>& edit) {
   absl::MutexLock publish_lock(&mu_);
   auto next = std::make_shared<CatalogSnapshot>(*current_);
   edit(next.get());
-  lock.published_.push_back(PublishLocked(std::move(next)));
+  SnapshotRef published = PublishLocked(std::move(next));
+  journal_.push_back({published->version, lock.database(), std::string(table)});  // (4)
+  if (journal_.size() > kJournalEntries) {
+    journal_from_ = journal_.front().version;
+    journal_.pop_front();
+  }
+  lock.published_.push_back(std::move(published));
+}
+
+bool Catalog::ChangesSince(uint64_t after, uint64_t upto, std::vector<SchemaChange>* out) const {
+  absl::MutexLock lock(&mu_);
+  if (after < journal_from_) return false;
+  // Versions are consecutive from journal_from_ + 1 (invariant (2)): index by offset.
+  for (size_t i = after - journal_from_; i < journal_.size() && journal_[i].version <= upto; ++i) {
+    out->push_back(journal_[i]);
+  }
+  return true;
 }
 
 SnapshotRef Catalog::PublishLocked(std::shared_ptr<CatalogSnapshot> next) {
@@ -346,7 +374,7 @@ absl::Status Catalog::CreateDatabase(absl::string_view db) {
   auto d = std::make_shared<DatabaseDef>();
   d->name = row.name();
   d->created_time = row.created_time();
-  Publish(lock, [&](CatalogSnapshot* next) { next->databases[row.name()] = std::move(d); });
+  Publish(lock, "", [&](CatalogSnapshot* next) { next->databases[row.name()] = std::move(d); });
   return absl::OkStatus();
 }
 
@@ -433,12 +461,9 @@ absl::StatusOr<TableRef> Catalog::CreateGeneration(const DatabaseLock& lock, v1:
   for (const AttributeDef& a : attributes) {
     PutProto(engine_, &batch, Cf::kCatalog, storage::AttributeKey(generation, a.name), ToRow(a));
   }
-  // Invariant (3): this id's high-water key, and none below it (a create that commits after
-  // a newer one removes nothing of it).
-  batch
-      .DeleteRange(engine_->cf(Cf::kMeta), ToSlice(storage::GenerationHighWaterKey(0)),
-                   ToSlice(storage::GenerationHighWaterKey(generation)))
-      .PermitUncheckedError();
+  // Invariant (3): this id's high-water key. Those below it are removed at the next Open: a
+  // range delete per create would cost every later read of the family (storage::
+  // kRangeDeletesBeforeFlush).
   batch.Put(engine_->cf(Cf::kMeta), ToSlice(storage::GenerationHighWaterKey(generation)), "")
       .PermitUncheckedError();
   batch.Delete(engine_->cf(Cf::kMeta), ToSlice(storage::kNextGenerationKey)).PermitUncheckedError();
@@ -460,7 +485,7 @@ absl::StatusOr<TableRef> Catalog::CreateGeneration(const DatabaseLock& lock, v1:
   auto def =
       std::make_shared<TableDef>(std::move(row), std::move(attributes), std::move(state),
                                  /*schema_version=*/1, AttributeStamps(), std::move(markers));
-  Publish(lock, [&](CatalogSnapshot* next) {
+  Publish(lock, table, [&](CatalogSnapshot* next) {
     if (new_database) {
       auto d = std::make_shared<DatabaseDef>();
       d->name = db;

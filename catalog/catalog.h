@@ -24,10 +24,15 @@
 //      increase by one per publish.
 //  (3) Generation ids are handed out under mu_, strictly increasing, and never reused across
 //      restarts (storage::GenerationHighWaterKey).
+//  (4) The journal holds one entry per publish since journal_from_, naming the table (or
+//      only the database) whose entries that publish changed: a peer sent the state of every
+//      name the journal lists since its last round holds everything it was sent before plus
+//      every change since (R3, incremental).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -101,6 +106,15 @@ struct PeerTableDef {
   bool sealed = false;
 };
 
+// One publish, as the schema journal remembers it (Catalog::ChangesSince).
+struct SchemaChange {
+  uint64_t version = 0;  // the snapshot version it published
+  std::string database;
+  // The table name whose definition, marker or attribute markers it changed; empty when it
+  // changed only the database itself (created, removed) or nothing a peer is sent.
+  std::string table;
+};
+
 enum class PeerDropResult { kDropped, kKept, kAbsent };
 absl::string_view PeerDropResultName(PeerDropResult r);  // "dropped" | "kept" | "absent" (R10)
 
@@ -135,6 +149,15 @@ class Catalog {
   // (replication turns this into DB_SCHEMA). Concurrent publishes may be reported out of
   // order: compare CatalogSnapshot::version. Set once, before concurrent use.
   void SetListener(std::function<void(const SnapshotRef&)> listener);
+
+  // The journal of publishes (R3, incremental): appends to `out` every change published
+  // after version `after` up to and including `upto`, in version order. False, with `out`
+  // untouched, when the journal no longer reaches back to `after` (it keeps the last
+  // kJournalEntries changes, and starts at the version loaded at Open): the caller then sends
+  // everything.
+  static constexpr size_t kJournalEntries = 16384;
+  bool ChangesSince(uint64_t after, uint64_t upto, std::vector<SchemaChange>* out) const
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Called, under catalog locks, whenever a peer's attribute marker or the re-creation of a
   // dropped attribute leaves a strip pending (C15): RecordStore runs those in the background
@@ -241,10 +264,11 @@ class Catalog {
   absl::Status Load() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Invariant (2): applies `edit` (which changes only the locked database's entries) to the
-  // latest snapshot and publishes it with the next version. The listener hears of it when
-  // `lock` is released, before the mutation returns.
-  void Publish(const DatabaseLock& lock, const std::function<void(CatalogSnapshot*)>& edit)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // latest snapshot and publishes it with the next version, journaling it as a change of
+  // `table` (SchemaChange::table; empty: of the database only). The listener hears of it
+  // when `lock` is released, before the mutation returns.
+  void Publish(const DatabaseLock& lock, absl::string_view table,
+               const std::function<void(CatalogSnapshot*)>& edit) ABSL_LOCKS_EXCLUDED(mu_);
   SnapshotRef PublishLocked(std::shared_ptr<CatalogSnapshot> next)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Copy-on-write: replaces (or removes, if def is null) one table in `snap`.
@@ -338,6 +362,10 @@ class Catalog {
   absl::flat_hash_map<uint64_t, PendingDrop> pending_drops_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> logged_discards_ ABSL_GUARDED_BY(mu_);  // C4 log-once
   uint64_t next_drop_id_ ABSL_GUARDED_BY(mu_) = 1;
+  // Invariant (4): the changes of versions (journal_from_, current_->version], one per
+  // publish, in order; at most kJournalEntries.
+  std::deque<SchemaChange> journal_ ABSL_GUARDED_BY(mu_);
+  uint64_t journal_from_ ABSL_GUARDED_BY(mu_) = 0;
 
   // C9 step 2 counters (drop_stats); updated outside mu_.
   std::atomic<uint64_t> drains_{0};

@@ -135,7 +135,7 @@ absl::StatusOr<TableRef> Catalog::ReplaceDefinition(
   live->state()->set_schema_version(version);
   auto def = std::make_shared<TableDef>(std::move(row), std::move(attributes), live->shared_state(),
                                         version, std::move(stripping), std::move(markers));
-  Publish(lock, [&](CatalogSnapshot* next) {
+  Publish(lock, def->name(), [&](CatalogSnapshot* next) {
     PutTable(next, def->database(), def->name(), def);
     if (also) also(next);
   });
@@ -271,7 +271,7 @@ absl::StatusOr<TableRef> Catalog::ApplyPeerAttributeMarker(absl::string_view db,
     // then leaves the attribute out (C4) and its rows are stripped on apply; a node-local
     // table keeps everything (C11).
     CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
-    Publish(lock, record_marker);
+    Publish(lock, table, record_marker);
     return TableRef();
   }
   const TableRef& def = *live;

@@ -115,7 +115,7 @@ absl::Status Catalog::Tombstone(const DatabaseLock& lock, const TableRef& def, b
     absl::MutexLock pending_lock(&mu_);
     pending_drops_[def->generation_id()] = PendingDrop{def, tombstone};
   }
-  Publish(lock, [&](CatalogSnapshot* next) {
+  Publish(lock, def->name(), [&](CatalogSnapshot* next) {
     PutTable(next, def->database(), def->name(), nullptr);
     next->dropping.insert(MarkerId(def->database(), def->name()));
     if (timed) {
@@ -204,7 +204,8 @@ absl::Status Catalog::DrainAndFinish(const std::vector<uint64_t>& generations) {
       pending_drops_.erase(generation);
     }
     if (PendingDropsOf(lock, def->database(), def->name()).empty()) {
-      Publish(lock, [&](CatalogSnapshot* next) {
+      // Nothing a peer is sent changes: journaled as a change of the database only.
+      Publish(lock, "", [&](CatalogSnapshot* next) {
         next->dropping.erase(MarkerId(def->database(), def->name()));
       });
     }
@@ -390,7 +391,7 @@ absl::Status Catalog::RemoveDatabaseIfEmpty(absl::string_view db) {
   rocksdb::WriteBatch batch;
   batch.Delete(engine_->cf(Cf::kCatalog), ToSlice(storage::DatabaseKey(db))).PermitUncheckedError();
   CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
-  Publish(lock, [&](CatalogSnapshot* next) { next->databases.erase(std::string(db)); });
+  Publish(lock, "", [&](CatalogSnapshot* next) { next->databases.erase(std::string(db)); });
   return absl::OkStatus();
 }
 
@@ -481,7 +482,7 @@ absl::StatusOr<PeerDropResult> Catalog::ApplyPeerDrop(absl::string_view db, absl
       } else {
         CAIRN_ASSIGN_OR_RETURN(bool recorded, RecordMarker(lock, *base, db, table, dropped_time));
         if (recorded) {
-          Publish(lock, [&](CatalogSnapshot* next) {
+          Publish(lock, table, [&](CatalogSnapshot* next) {
             next->markers[MarkerId(db, table)] = dropped_time;
           });
         }

@@ -21,6 +21,41 @@ using storage::Cf;
 // ---------------------------------------------------------------------------------------------
 // Peer definitions (C4, C5, C6, C11).
 
+namespace {
+
+// Whether applying `peer` to `snap` would leave the catalog as it is and log nothing: a live
+// replicating table of the name holds every attribute the peer lists (or leaves it out as
+// the peer's primary key or one dropped here, C15), each with as new a stamp, none a guess
+// the peer declares (decision 103) and none of another type or index (C4 logs those), and
+// the same key and kind. Conservative: "false" only means the locked path decides.
+bool ChangesNothing(const CatalogSnapshot& snap, const PeerTableDef& peer) {
+  if (IsDeadGeneration(peer.created_time, snap.MarkerFor(peer.database, peer.table))) return false;
+  auto live = snap.FindTable(peer.database, peer.table);
+  if (!live.ok()) return false;
+  const TableDef& def = **live;
+  if (!def.replicate() || def.primary_key() != peer.primary_key ||
+      def.schema_defined() != peer.schema_defined) {
+    return false;
+  }
+  const AttributeStamps& markers = snap.AttributeMarkersFor(peer.database, peer.table);
+  for (const AttributeSpec& a : peer.attributes) {
+    const AttributeDef* local = def.FindAttribute(a.name);
+    if (local == nullptr) {
+      if (a.name == peer.primary_key) continue;
+      auto m = markers.find(a.name);
+      if (m != markers.end() && a.created_time.value_or(0) < m->second) continue;
+      return false;
+    }
+    if (local->is_primary_key) continue;
+    if (a.created_time.value_or(0) > local->created_time) return false;
+    if (local->origin == v1::PEER_RECORD && !a.provisional) return false;
+    if (!a.provisional && (local->type != a.type || local->indexed != a.indexed)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool Catalog::FirstDiscard(std::string key) {
   absl::MutexLock lock(&mu_);
   return logged_discards_.insert(std::move(key)).second;
@@ -52,6 +87,8 @@ absl::Status Catalog::ApplyPeerTable(const PeerTableDef& peer) {
   // C15: a drop here must be stamped after every attribute it may remove, whatever clock
   // created it (an attribute marker older than its attribute leaves it alone).
   for (const AttributeSpec& a : peer.attributes) options_.hlc->Observe(a.created_time.value_or(0));
+  // R3: most definitions a peer sends are already here; they take no lock (C12) at all.
+  if (ChangesNothing(*Snapshot(), peer)) return absl::OkStatus();
 
   DatabaseLock lock(this, peer.database);
   const SnapshotRef base = Snapshot();  // invariant (1)

@@ -73,6 +73,18 @@ TableDef::TableDef(v1::TableRow row, std::vector<AttributeDef> attributes,
       indexed_.push_back(&attributes_[i]);
     }
   }
+  std::vector<absl::string_view> names;
+  names.reserve(attributes_.size());
+  for (const AttributeDef& a : attributes_) names.push_back(a.name);
+  std::sort(names.begin(), names.end());
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a; each name ends with a 0 byte
+  auto add = [&h](absl::string_view s) {
+    for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
+    h *= 0x100000001b3ULL;  // the separator: (h ^ 0) * prime
+  };
+  add(row_.name());
+  for (absl::string_view n : names) add(n);
+  names_digest_ = h;
 }
 
 const AttributeDef* TableDef::FindAttribute(absl::string_view name) const {

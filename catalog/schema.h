@@ -131,6 +131,10 @@ class TableDef {
   GenerationState* state() const { return state_.get(); }
   const std::shared_ptr<GenerationState>& shared_state() const { return state_; }
   uint64_t schema_version() const { return schema_version_; }
+  // A stable hash (FNV-1a, the same on every node and build) of the table's name and its
+  // attribute names in name order: its share of the schema digest (DatabaseDef::
+  // replicated_digest, replication's SchemaDigest).
+  uint64_t names_digest() const { return names_digest_; }
 
  private:
   const v1::TableRow row_;  // the primary row as stored, without tombstone
@@ -141,7 +145,8 @@ class TableDef {
   const uint64_t schema_version_;
   const AttributeStamps stripping_;
   const AttributeStamps markers_;
-  AttributeStamps dropped_;  // set in the constructor, then constant
+  AttributeStamps dropped_;    // set in the constructor, then constant
+  uint64_t names_digest_ = 0;  // set in the constructor, then constant
 };
 using TableRef = std::shared_ptr<const TableDef>;
 
@@ -149,6 +154,9 @@ struct DatabaseDef {
   std::string name;
   Hlc created_time = 0;
   absl::btree_map<std::string, TableRef> tables;  // live tables only
+  // The sum (mod 2^64) of names_digest() over the replicating tables in `tables`: kept by
+  // every change of `tables` (Catalog::PutTable), so a schema digest costs no walk of them.
+  uint64_t replicated_digest = 0;
 };
 using DatabaseRef = std::shared_ptr<const DatabaseDef>;
 

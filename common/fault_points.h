@@ -45,6 +45,10 @@ inline constexpr char kReplCopyTable[] = "replication.copy.table";
 // replication/schema_sync.cc: a peer's marker (C8) or attribute marker (C15) is about to be
 // applied (R4 step 1)
 inline constexpr char kReplSchemaBeforeMarker[] = "replication.schema.before_marker";
+// replication/link_session.cc: a DbSchema from a peer arrived and is about to be applied; an
+// error applies nothing of it, as a delta missing a change would (R3: the digest check
+// finds the difference and asks for the database whole)
+inline constexpr char kReplSchemaReceive[] = "replication.schema.receive";
 // replication/anti_entropy.cc: a verify found rows to repair and is about to apply them
 // here or send them to its peer (R18)
 inline constexpr char kVerifyBeforeRepair[] = "antientropy.repair.before_apply";
@@ -88,6 +92,7 @@ inline constexpr PointInfo kAll[] = {
     {kReplSendAfterSnapshot, true},
     {kReplCopyTable, true},
     {kReplSchemaBeforeMarker, false},
+    {kReplSchemaReceive, true},
     {kVerifyBeforeRepair, true},  // the verify ends with the error; the next one repairs
 };
 

@@ -175,6 +175,16 @@ void AddReplicationMetrics(Metrics* metrics, replication::Cluster* cluster) {
                     : std::max(0.0, absl::ToDoubleSeconds(
                                         now - absl::FromUnixMillis(p.oldest_parked_ms)));
        })});
+  metrics->AddExternal(
+      {"cairn_schema_messages_sent_total", "DB_SCHEMA messages this node sent its peers (R3).",
+       "counter", [cluster] { return static_cast<double>(cluster->schema_messages_sent()); }});
+  metrics->AddExternal({"cairn_schema_bytes_sent_total",
+                        "Bytes of the DB_SCHEMA messages this node sent its peers (R3).", "counter",
+                        [cluster] { return static_cast<double>(cluster->schema_bytes_sent()); }});
+  metrics->AddExternal(
+      {"cairn_schema_tables_sent_total",
+       "Table definitions in the DB_SCHEMA messages this node sent its peers (R3).", "counter",
+       [cluster] { return static_cast<double>(cluster->schema_tables_sent()); }});
   metrics->AddExternal({"cairn_replication_full_copies_active",
                         "Full copies (R7) this node is receiving.", "gauge", [cluster] {
                           double n = 0;

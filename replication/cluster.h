@@ -204,6 +204,16 @@ class Cluster {
   // Counts a LinkMessage this node does not understand (R1).
   void CountUnknownMessage() { unknown_messages_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t unknown_messages() const { return unknown_messages_.load(); }
+  // DB_SCHEMA traffic this node sent (R3): messages, their bytes, and the table definitions in
+  // them. What a schema change costs the cluster; the schema benchmark reads them.
+  void CountSchemaSent(uint64_t bytes, uint64_t tables) {
+    schema_messages_sent_.fetch_add(1, std::memory_order_relaxed);
+    schema_bytes_sent_.fetch_add(bytes, std::memory_order_relaxed);
+    schema_tables_sent_.fetch_add(tables, std::memory_order_relaxed);
+  }
+  uint64_t schema_messages_sent() const { return schema_messages_sent_.load(); }
+  uint64_t schema_bytes_sent() const { return schema_bytes_sent_.load(); }
+  uint64_t schema_tables_sent() const { return schema_tables_sent_.load(); }
 
  private:
   class Service;
@@ -244,6 +254,9 @@ class Cluster {
   std::unique_ptr<Service> service_;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> unknown_messages_{0};
+  std::atomic<uint64_t> schema_messages_sent_{0};
+  std::atomic<uint64_t> schema_bytes_sent_{0};
+  std::atomic<uint64_t> schema_tables_sent_{0};
   ClockBound clock_bound_;
 
   absl::Mutex membership_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // add_node / remove_node, one at a time

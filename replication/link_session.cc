@@ -64,6 +64,7 @@ absl::StatusOr<bool> LinkSession::ReadHello() {
   peer_hello_ = true;
   peer_schema_ = has(kSchemaCapability);
   peer_attribute_markers_ = peer_schema_ && has(kAttributeMarkersCapability);
+  peer_schema_delta_ = peer_schema_ && has(kSchemaDeltaCapability);
   // Records need both: a batch is only applicable after its table's schema.
   peer_records_ = peer_schema_ && has(kRecordsCapability);
   peer_echo_ = peer_records_ && has(kEchoCapability);
@@ -71,11 +72,80 @@ absl::StatusOr<bool> LinkSession::ReadHello() {
   return true;
 }
 
+std::vector<peer::v1::DbSchema> LinkSession::SchemaRound(const catalog::CatalogSnapshot& snap,
+                                                         uint64_t schema_version, bool deltas,
+                                                         const absl::btree_set<std::string>& full,
+                                                         const SchemaOptions& options) {
+  std::vector<catalog::SchemaChange> changes;
+  if (schema_version != 0 && deltas &&
+      cluster_->node()->catalog->ChangesSince(schema_version, snap.version, &changes)) {
+    return BuildDeltas(snap, changes, full, options);
+  }
+  std::vector<peer::v1::DbSchema> out;
+  for (const std::string& db : SchemaDatabases(snap)) {
+    out.push_back(BuildDbSchema(snap, db, options));
+  }
+  return out;
+}
+
+absl::Status LinkSession::ApplySchema(const peer::v1::DbSchema& schema) {
+  catalog::LocalNode* node = cluster_->node();
+  const Exclusions exclusions = cluster_->ExclusionsFor(peer_);  // R11, receiver's side
+  SchemaApplyStats stats;
+  // An injected error applies nothing of it, as a delta that missed a change would: the
+  // digest check below finds the difference and asks for the database whole.
+  if (CAIRN_FAULT(node->catalog->options().faults, fault_points::kReplSchemaReceive).ok()) {
+    CAIRN_RETURN_IF_ERROR(
+        ApplyDbSchema(node->catalog.get(), node->records.get(), schema, &stats, exclusions));
+  }
+  cluster_->OnSchema(peer_, schema.database(), schema.digest());
+  const uint64_t ours = SchemaDigest(*node->catalog->Snapshot(), schema.database(), exclusions);
+  const absl::Time now = absl::Now();
+  absl::MutexLock lock(&mu_);
+  if (ours == schema.digest() && stats.skipped == 0) {
+    digest_watch_.erase(schema.database());
+    return absl::OkStatus();
+  }
+  auto [it, fresh] = digest_watch_.try_emplace(schema.database());
+  DigestWatch& w = it->second;
+  if (fresh) w.since = w.next_request = now;
+  w.theirs = schema.digest();
+  w.retry = stats.skipped > 0;
+  if (!schema.delta() && !w.retry) w.settled = std::make_pair(schema.digest(), ours);
+  return absl::OkStatus();
+}
+
+std::vector<std::string> LinkSession::DueSchemaRequests(const catalog::CatalogSnapshot& snap,
+                                                        const Exclusions& exclusions,
+                                                        absl::Time now) {
+  std::vector<std::string> due;
+  if (!peer_schema_delta_ || digest_watch_.empty()) return due;
+  for (auto& [db, w] : digest_watch_) {
+    if (now - w.since < kSchemaResyncAfter || now < w.next_request) continue;
+    const uint64_t ours = SchemaDigest(snap, db, exclusions);
+    if (ours == w.theirs && !w.retry) continue;  // caught up meanwhile
+    if (!w.retry && w.settled == std::make_pair(w.theirs, ours)) continue;
+    spdlog::info("[{}] asking {} for its whole schema of '{}': {} since {}",
+                 cluster_->options().node_name, peer_, db,
+                 w.retry ? "its last one could not be applied whole" : "our digests differ",
+                 absl::FormatTime(w.since));
+    due.push_back(db);
+    w.next_request = now + w.backoff;
+    w.backoff = std::min(w.backoff * 2, kSchemaResyncMaxBackoff);
+  }
+  return due;
+}
+
 bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
   std::vector<peer::v1::LinkMessage> out;
   bool schema_due = false;
+  bool deltas = false;
+  absl::btree_set<std::string> whole;  // databases sent whole this round
   SchemaOptions schema_options;
   uint64_t window = 0;
+  catalog::SnapshotRef snap;
+  // R11, sender's side; taken before mu_ (Cluster::mu_ comes first).
+  schema_options.exclusions = cluster_->ExclusionsFor(peer_);
   {
     absl::MutexLock lock(&mu_);
     mu_.AwaitWithTimeout(
@@ -88,6 +158,9 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
             this),
         absl::Seconds(1));  // also a periodic look for databases created meanwhile
     if (done_) return false;
+    // Taken before dirty_ is cleared below: a change published after it sets dirty_ again
+    // and causes exactly one more round (coalescing, R3).
+    snap = cluster_->node()->catalog->Snapshot();
     while (!outbox_.empty()) {
       out.push_back(std::move(outbox_.front()));
       outbox_.pop_front();
@@ -104,10 +177,21 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
     }
     for (const peer::v1::Refetch& r : refetch_in_) {
       sender->Refetch(r);
-      dirty_ = true;  // R14: the peer needs our current definitions before the rows
+      // R14: the peer needs our current definitions before the rows, whether or not they
+      // changed since the last round (a marker there just retired its copy).
+      for (const peer::v1::TableRefetch& t : r.tables()) schema_full_.insert(t.database());
+      dirty_ = true;
     }
     refetch_in_.clear();
-    schema_due = peer_schema_ && dirty_;
+    if (std::vector<std::string> due =
+            DueSchemaRequests(*snap, schema_options.exclusions, absl::Now());
+        !due.empty()) {
+      peer::v1::SchemaRequest* request = out.emplace_back().mutable_schema_request();
+      for (std::string& db : due) request->add_databases(std::move(db));
+    }
+    schema_due = peer_schema_ && (dirty_ || !schema_full_.empty());
+    deltas = peer_schema_delta_;
+    if (schema_due) whole.swap(schema_full_);
     schema_options.attribute_markers = peer_attribute_markers_;
     dirty_ = false;
     data_hint_ = false;  // a commit from here on sets it again
@@ -116,14 +200,12 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
   for (const peer::v1::LinkMessage& m : out) {
     if (!stream_->Write(m)) return false;
   }
-  catalog::SnapshotRef snap = cluster_->node()->catalog->Snapshot();
   if (schema_due || (sender->subscribed() && snap->version > *schema_version)) {
-    // One round: the snapshot of every database. Changes meanwhile set dirty_ again and cause
-    // exactly one more round (coalescing, R3).
-    schema_options.exclusions = cluster_->ExclusionsFor(peer_);  // R11, sender's side
-    for (const std::string& db : SchemaDatabases(*snap)) {
+    for (peer::v1::DbSchema& schema :
+         SchemaRound(*snap, *schema_version, deltas, whole, schema_options)) {
       peer::v1::LinkMessage m;
-      *m.mutable_db_schema() = BuildDbSchema(*snap, db, schema_options);
+      *m.mutable_db_schema() = std::move(schema);
+      cluster_->CountSchemaSent(m.ByteSizeLong(), m.db_schema().tables_size());
       if (!stream_->Write(m)) return false;
     }
     *schema_version = snap->version;
@@ -179,6 +261,7 @@ void LinkSession::WriterLoop() {
   hello.mutable_hello()->add_capabilities(kEchoCapability);
   hello.mutable_hello()->add_capabilities(kVerifyCapability);
   hello.mutable_hello()->add_capabilities(kAttributeMarkersCapability);
+  hello.mutable_hello()->add_capabilities(kSchemaDeltaCapability);
   hello.mutable_hello()->set_log_id(cluster_->node()->log->log_id());
   hello.mutable_hello()->set_wall_ms(absl::ToUnixMillis(cluster_->node()->hlc->WallNow()));
   if (!stream_->Write(hello)) return;
@@ -361,21 +444,21 @@ absl::Status LinkSession::Run() {
     if (!stream_->Read(&m)) break;
     switch (m.body_case()) {
       case peer::v1::LinkMessage::kDbSchema: {
-        SchemaApplyStats stats;
         // R16 first: nothing of a snapshot with a stamp from the future is applied.
         absl::Status s = cluster_->clock_bound().CheckSchema(m.db_schema(), peer_);
-        if (s.ok())
-          s = ApplyDbSchema(cluster_->node()->catalog.get(), cluster_->node()->records.get(),
-                            m.db_schema(), &stats,
-                            cluster_->ExclusionsFor(peer_));  // R11, receiver's side
+        if (s.ok()) s = ApplySchema(m.db_schema());
         if (!s.ok()) {
           // A snapshot this node cannot apply (a bad name, a full disk) ends the link; the
           // dialer retries with backoff and the peer resends everything.
           why = Annotate(
               s, absl::StrCat("applying DB_SCHEMA of ", m.db_schema().database(), " from ", peer_));
-          break;
         }
-        cluster_->OnSchema(peer_, m.db_schema().database(), m.db_schema().digest());
+        break;
+      }
+      case peer::v1::LinkMessage::kSchemaRequest: {
+        absl::MutexLock lock(&mu_);
+        for (const std::string& db : m.schema_request().databases()) schema_full_.insert(db);
+        dirty_ = true;
         break;
       }
       case peer::v1::LinkMessage::kHello:  // a second Hello changes nothing

@@ -6,9 +6,15 @@
 //      routed for (else PERMISSION_DENIED, R2), its protocol version one we speak;
 //   3. then, only if the peer advertised "schema.v1": send a DbSchema per database now and
 //      again after every catalog change. Changes coalesce: while a round of snapshots is being
-//      sent, further changes set one flag and cause one more round (R3);
+//      sent, further changes set one flag and cause one more round (R3). To a peer with
+//      "schema.delta.v1" a round after the first sends deltas: per database changed since
+//      the previous round, the state of each name changed (Catalog::ChangesSince), and a
+//      whole DbSchema of each database the peer asked for (SchemaRequest) or whose tables
+//      it refetches; everything again when the catalog's journal no longer reaches back;
 //   4. apply every DbSchema that arrives (markers, then definitions, R4); count and ignore
-//      messages of unknown kinds (R1);
+//      messages of unknown kinds (R1). A database whose digest stays apart from the peer's
+//      for kSchemaResyncAfter, or whose DbSchema could not be applied whole, is asked for
+//      again whole (SchemaRequest, backing off; DigestWatch);
 //   5. records (both advertised "records.v1"): the applier thread claims this peer's
 //      subscription (one link per peer subscribes, Cluster::ClaimReceiver) and sends
 //      Subscribe; it applies each ChangeBatch with its cursor (ReceiverState) and acks it.
@@ -27,12 +33,14 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_map.h"
+#include "absl/container/btree_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cairn/peer/v1/peer.pb.h"
 #include "replication/record_stream.h"
+#include "replication/schema_sync.h"
 
 namespace cairn::replication {
 
@@ -45,8 +53,29 @@ inline constexpr char kRecordsCapability[] = "records.v1";
 inline constexpr char kEchoCapability[] = "records.echo.v1";
 // DbSchema attribute markers and attribute stamps (SPEC C15).
 inline constexpr char kAttributeMarkersCapability[] = "schema.attribute_markers.v1";
+// DbSchema deltas and SchemaRequest (R3, incremental).
+inline constexpr char kSchemaDeltaCapability[] = "schema.delta.v1";
 // Unacknowledged ChangeBatches a sender keeps in flight per link (R12).
 inline constexpr uint64_t kWindow = 8;
+// How long a database's digest may differ from the peer's before this end asks for the
+// peer's whole DbSchema of it, and the longest it then waits between two requests.
+inline constexpr absl::Duration kSchemaResyncAfter = absl::Seconds(2);
+inline constexpr absl::Duration kSchemaResyncMaxBackoff = absl::Seconds(5);
+
+// R3, incremental, receiving side: a database whose digest here differs from the one the peer
+// last sent, or whose DbSchema from the peer skipped something (a drop draining here).
+struct DigestWatch {
+  absl::Time since;     // when it was first seen apart
+  uint64_t theirs = 0;  // the peer's last digest of it
+  bool retry = false;   // the peer's last DbSchema of it was not applied whole
+  // The digests (theirs, ours) right after a whole DbSchema of it applied whole: the same
+  // pair later means a whole one has nothing more to give (the nodes really differ: a
+  // node-local table of the name, C11, or routes excluding different tables, R11), so no
+  // request is made until either digest moves.
+  std::optional<std::pair<uint64_t, uint64_t>> settled;
+  absl::Time next_request;  // not before this
+  absl::Duration backoff = kSchemaResyncAfter;
+};
 
 // The two ends of a Link stream behind one interface. Read and Write may run on different
 // threads; Write is called from one thread at a time.
@@ -100,6 +129,20 @@ class LinkSession {
   void WriterLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // Sends what is due after the peer's Hello; false when the stream broke.
   bool WriteRound(LogSender* sender, uint64_t* schema_version) ABSL_LOCKS_EXCLUDED(mu_);
+  // The DbSchemas of a round at `snap` (R3): everything when `*schema_version` is 0 (the
+  // first round), the peer takes no deltas or the journal no longer reaches back; else the
+  // deltas since it, and the whole databases in `full`.
+  std::vector<peer::v1::DbSchema> SchemaRound(const catalog::CatalogSnapshot& snap,
+                                              uint64_t schema_version, bool deltas,
+                                              const absl::btree_set<std::string>& full,
+                                              const SchemaOptions& options);
+  // Applies a DbSchema from the peer and watches its digest (DigestWatch). Not OK: the link
+  // ends.
+  absl::Status ApplySchema(const peer::v1::DbSchema& schema) ABSL_LOCKS_EXCLUDED(mu_);
+  // The databases whose whole DbSchema is due from the peer now (DigestWatch), marked asked.
+  std::vector<std::string> DueSchemaRequests(const catalog::CatalogSnapshot& snap,
+                                             const Exclusions& exclusions, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ApplierLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // Applies one batch, retrying while its table's schema is not here yet. False: give up.
   bool ApplyWithRetry(ReceiverState* receiver, const peer::v1::ChangeBatch& batch)
@@ -117,7 +160,12 @@ class LinkSession {
   bool peer_hello_ ABSL_GUARDED_BY(mu_) = false;              // the peer's Hello was accepted
   bool peer_schema_ ABSL_GUARDED_BY(mu_) = false;             // ... and it speaks schema.v1
   bool peer_attribute_markers_ ABSL_GUARDED_BY(mu_) = false;  // ... and C15's markers
-  bool dirty_ ABSL_GUARDED_BY(mu_) = true;                    // a round of snapshots is due
+  bool peer_schema_delta_ ABSL_GUARDED_BY(mu_) = false;       // ... and schema.delta.v1
+  // Databases the peer asked for whole (SchemaRequest), or whose tables it refetches (R14:
+  // it needs their definitions again), for the next round.
+  absl::btree_set<std::string> schema_full_ ABSL_GUARDED_BY(mu_);
+  absl::btree_map<std::string, DigestWatch> digest_watch_ ABSL_GUARDED_BY(mu_);
+  bool dirty_ ABSL_GUARDED_BY(mu_) = true;  // a round of snapshots is due
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Run returned: the stream may be gone
   bool writer_done_ ABSL_GUARDED_BY(mu_) = false;

@@ -63,34 +63,75 @@ std::vector<std::string> SchemaDatabases(const catalog::CatalogSnapshot& snap) {
   return {names.begin(), names.end()};
 }
 
+namespace {
+
+void AddTable(const catalog::TableDef& def, const SchemaOptions& options, peer::v1::DbSchema* out) {
+  peer::v1::PeerTable* t = out->add_tables();
+  t->set_name(def.name());
+  t->set_created_time(def.created_time());
+  t->set_primary_key(def.primary_key());
+  t->set_schema_defined(def.schema_defined());
+  t->set_sealed(def.sealed());
+  for (const catalog::AttributeDef& a : def.attributes()) {
+    peer::v1::PeerAttribute* pa = t->add_attributes();
+    pa->set_name(a.name);
+    pa->set_type(a.type);
+    pa->set_indexed(a.indexed);
+    if (options.attribute_markers) {
+      pa->set_created_time(a.created_time);
+      pa->set_provisional(a.origin == catalog::v1::PEER_RECORD);  // decision 103
+    }
+  }
+}
+
+void AddAttributeMarkers(const std::string& table, const catalog::AttributeStamps& stamps,
+                         peer::v1::DbSchema* out) {
+  for (const auto& [attribute, stamp] : stamps) {
+    peer::v1::PeerAttributeMarker* m = out->add_attribute_markers();
+    m->set_table(table);
+    m->set_attribute(attribute);
+    m->set_dropped_time(stamp);
+  }
+}
+
+}  // namespace
+
 peer::v1::DbSchema BuildDbSchema(const catalog::CatalogSnapshot& snap, absl::string_view db,
                                  const SchemaOptions& options) {
   const Exclusions& exclusions = options.exclusions;
   peer::v1::DbSchema out;
   out.set_database(std::string(db));
-  if (const catalog::DatabaseDef* d = snap.FindDatabase(db); d != nullptr) {
+  const std::string db_name(db);
+  const catalog::DatabaseDef* d = snap.FindDatabase(db);
+  if (options.only != nullptr) {
+    // A delta: the whole state of each name it lists, and nothing of the rest.
+    out.set_delta(true);
+    for (const std::string& name : *options.only) {
+      if (name.empty() || exclusions.Excludes(db, name)) continue;  // "": the database only
+      if (d != nullptr) {
+        auto it = d->tables.find(name);
+        if (it != d->tables.end() && it->second->replicate()) AddTable(*it->second, options, &out);
+      }
+      const Hlc marker = snap.MarkerFor(db, name);
+      if (marker != 0) {
+        peer::v1::PeerMarker* m = out.add_markers();
+        m->set_table(name);
+        m->set_dropped_time(marker);
+      }
+      if (options.attribute_markers) {
+        AddAttributeMarkers(name, snap.AttributeMarkersFor(db, name), &out);
+      }
+    }
+    out.set_digest(SchemaDigest(snap, db, exclusions));
+    return out;
+  }
+  if (d != nullptr) {
     for (const auto& [name, def] : d->tables) {
       if (!def->replicate()) continue;              // C11: node-local tables stay here
       if (exclusions.Excludes(db, name)) continue;  // R11
-      peer::v1::PeerTable* t = out.add_tables();
-      t->set_name(name);
-      t->set_created_time(def->created_time());
-      t->set_primary_key(def->primary_key());
-      t->set_schema_defined(def->schema_defined());
-      t->set_sealed(def->sealed());
-      for (const catalog::AttributeDef& a : def->attributes()) {
-        peer::v1::PeerAttribute* pa = t->add_attributes();
-        pa->set_name(a.name);
-        pa->set_type(a.type);
-        pa->set_indexed(a.indexed);
-        if (options.attribute_markers) {
-          pa->set_created_time(a.created_time);
-          pa->set_provisional(a.origin == catalog::v1::PEER_RECORD);  // decision 103
-        }
-      }
+      AddTable(*def, options, &out);
     }
   }
-  const std::string db_name(db);
   for (auto it = snap.markers.lower_bound({db_name, ""});
        it != snap.markers.end() && it->first.first == db_name; ++it) {
     if (exclusions.Excludes(db, it->first.second)) continue;
@@ -102,15 +143,27 @@ peer::v1::DbSchema BuildDbSchema(const catalog::CatalogSnapshot& snap, absl::str
     for (auto it = snap.attribute_markers.lower_bound({db_name, ""});
          it != snap.attribute_markers.end() && it->first.first == db_name; ++it) {
       if (exclusions.Excludes(db, it->first.second)) continue;
-      for (const auto& [attribute, stamp] : it->second) {
-        peer::v1::PeerAttributeMarker* m = out.add_attribute_markers();
-        m->set_table(it->first.second);
-        m->set_attribute(attribute);
-        m->set_dropped_time(stamp);
-      }
+      AddAttributeMarkers(it->first.second, it->second, &out);
     }
   }
   out.set_digest(SchemaDigest(snap, db, exclusions));
+  return out;
+}
+
+std::vector<peer::v1::DbSchema> BuildDeltas(const catalog::CatalogSnapshot& snap,
+                                            const std::vector<catalog::SchemaChange>& changes,
+                                            const absl::btree_set<std::string>& full,
+                                            const SchemaOptions& options) {
+  absl::btree_map<std::string, absl::btree_set<std::string>> changed;
+  for (const catalog::SchemaChange& c : changes) changed[c.database].insert(c.table);
+  std::vector<peer::v1::DbSchema> out;
+  for (const std::string& db : full) out.push_back(BuildDbSchema(snap, db, options));
+  for (const auto& [db, names] : changed) {
+    if (full.contains(db)) continue;
+    SchemaOptions delta = options;
+    delta.only = &names;
+    out.push_back(BuildDbSchema(snap, db, delta));
+  }
   return out;
 }
 
@@ -118,30 +171,30 @@ uint64_t SchemaDigest(const catalog::CatalogSnapshot& snap, absl::string_view db
                       const Exclusions& exclusions) {
   Fnv1a h;
   h.Add(db);
+  // The sum the catalog keeps over replicating tables, less the excluded ones (R11); 0 for
+  // a database this node does not hold, as for one without tables.
+  uint64_t tables = 0;
   if (const catalog::DatabaseDef* d = snap.FindDatabase(db); d != nullptr) {
-    for (const auto& [name, def] : d->tables) {  // btree: sorted by name
-      if (!def->replicate() || exclusions.Excludes(db, name)) continue;
-      h.Add(name);
-      std::vector<std::string> attributes;
-      for (const catalog::AttributeDef& a : def->attributes()) attributes.push_back(a.name);
-      std::sort(attributes.begin(), attributes.end());
-      for (const std::string& a : attributes) h.Add(a);
-      h.Add("|");
+    tables = d->replicated_digest;
+    for (const std::string& name : exclusions.TablesIn(db)) {
+      auto it = d->tables.find(name);
+      if (it != d->tables.end() && it->second->replicate()) tables -= it->second->names_digest();
     }
   }
+  h.Add(tables);
   h.Add("markers");
   const std::string db_name(db);
+  const bool any_excluded = exclusions.AnyIn(db);
   for (auto it = snap.markers.lower_bound({db_name, ""});
        it != snap.markers.end() && it->first.first == db_name; ++it) {
-    if (exclusions.Excludes(db, it->first.second)) continue;
+    if (any_excluded && exclusions.Excludes(db, it->first.second)) continue;
     h.Add(it->first.second);
     h.Add(it->second);
   }
-  // C15. Nothing is added while the database has none, so digests of databases without
-  // attribute markers are what they were before markers existed.
+  // C15. Nothing is added while the database has none.
   for (auto it = snap.attribute_markers.lower_bound({db_name, ""});
        it != snap.attribute_markers.end() && it->first.first == db_name; ++it) {
-    if (exclusions.Excludes(db, it->first.second)) continue;
+    if (any_excluded && exclusions.Excludes(db, it->first.second)) continue;
     for (const auto& [attribute, stamp] : it->second) {
       h.Add("attribute marker");
       h.Add(it->first.second);

@@ -50,6 +50,10 @@ struct SchemaOptions {
   // C15's attribute markers and attribute stamps: only to a peer that advertised
   // "schema.attribute_markers.v1" (R1).
   bool attribute_markers = true;
+  // A delta (DbSchema.delta, R3 incremental): the definition, marker and attribute markers
+  // of these names only ("" names the database itself: nothing but the digest). Null: the
+  // whole database.
+  const absl::btree_set<std::string>* only = nullptr;
 };
 
 // R3: the live replicating tables of `db` (node-local ones, C11, are left out), every timed
@@ -57,8 +61,18 @@ struct SchemaOptions {
 peer::v1::DbSchema BuildDbSchema(const catalog::CatalogSnapshot& snap, absl::string_view db,
                                  const SchemaOptions& options = {});
 
+// R3, incremental: what a peer needs after the catalog changes `changes` (Catalog::
+// ChangesSince its last round): a whole DbSchema of each database in `full` (the peer asked
+// for it, or a refetch needs its definitions again), and a delta of each other database a
+// change names, holding the current state of every name changed. Each carries the digest.
+std::vector<peer::v1::DbSchema> BuildDeltas(const catalog::CatalogSnapshot& snap,
+                                            const std::vector<catalog::SchemaChange>& changes,
+                                            const absl::btree_set<std::string>& full,
+                                            const SchemaOptions& options);
+
 // A stable 64-bit digest (FNV-1a; the same on every node and build) of the live replicating
-// tables of `db` — names and attribute names — its markers and its attribute markers
+// tables of `db` — names and attribute names, as the sum of their TableDef::names_digest the
+// catalog keeps, so no walk of the tables — its markers and its attribute markers
 // (C15). Two nodes with equal digests
 // for every database hold the same tables and attributes (cluster_status schema_in_sync).
 // Generation stamps are left out: two nodes that created a name concurrently keep their own

@@ -177,11 +177,52 @@ absl::Status Engine::WriteWith(const rocksdb::WriteOptions& options, rocksdb::Wr
     if (!bg_error_.ok()) return bg_error_;
   }
   rocksdb::Status s = db_->Write(options, batch);
-  if (s.ok()) return absl::OkStatus();
+  if (s.ok()) {
+    if (batch->HasDeleteRange()) CountRangeDeletes(batch);
+    return absl::OkStatus();
+  }
   absl::Status err = FromRocks(s);
   absl::MutexLock lock(&mu_);
   if (bg_error_.ok()) bg_error_ = err;
   return err;
+}
+
+void Engine::CountRangeDeletes(rocksdb::WriteBatch* batch) {
+  class Counter : public rocksdb::WriteBatch::Handler {
+   public:
+    std::array<int, kNumCfs + 1> by_id{};  // by column family id: 0 is the default family
+    rocksdb::Status DeleteRangeCF(uint32_t id, const rocksdb::Slice&,
+                                  const rocksdb::Slice&) override {
+      if (id < by_id.size()) ++by_id[id];
+      return rocksdb::Status::OK();
+    }
+    rocksdb::Status PutCF(uint32_t, const rocksdb::Slice&, const rocksdb::Slice&) override {
+      return rocksdb::Status::OK();
+    }
+    rocksdb::Status DeleteCF(uint32_t, const rocksdb::Slice&) override {
+      return rocksdb::Status::OK();
+    }
+    rocksdb::Status SingleDeleteCF(uint32_t, const rocksdb::Slice&) override {
+      return rocksdb::Status::OK();
+    }
+    rocksdb::Status MergeCF(uint32_t, const rocksdb::Slice&, const rocksdb::Slice&) override {
+      return rocksdb::Status::OK();
+    }
+    void LogData(const rocksdb::Slice&) override {}
+  } counter;
+  // why ignored: the handler never fails, and the batch has committed.
+  batch->Iterate(&counter).PermitUncheckedError();
+  for (int i = 0; i < kNumCfs; ++i) {
+    const int n = counter.by_id[handles_[i]->GetID()];
+    if (n == 0) continue;
+    if (range_deletes_[i].fetch_add(n) + n < kRangeDeletesBeforeFlush) continue;
+    range_deletes_[i].store(0);
+    rocksdb::FlushOptions flush;
+    flush.wait = false;
+    flush.allow_write_stall = true;
+    // why ignored: an optimisation; a flush that cannot start now happens with the next one.
+    db_->Flush(flush, handles_[i]).PermitUncheckedError();
+  }
 }
 
 absl::Status Engine::Get(Cf c, absl::string_view key, std::string* value, bool* found,

@@ -44,9 +44,17 @@ struct EngineOptions {
   Clock* clock = nullptr;
 };
 
+// A family whose memtable has taken this many range deletions since its last flush is flushed
+// (without waiting). RocksDB 7.8 fragments a mutable memtable's range tombstones again for
+// every new iterator: a thousand drops would make every read of the family cost a thousand
+// tombstones (issue 23). Flushed, they are fragmented once per table file.
+inline constexpr int kRangeDeletesBeforeFlush = 64;
+
 // Invariants:
 //  (1) Once a write fails, bg_error_ is set and every later Write() fails with it: the
 //      durable state of the failed batch is unknown until the node restarts (cf. leveldb).
+//  (2) range_deletes_[f] counts the range deletions written to family f since this engine
+//      last asked for its flush; a write that takes it to kRangeDeletesBeforeFlush asks.
 class Engine {
  public:
   static absl::StatusOr<std::unique_ptr<Engine>> Open(const EngineOptions& options);
@@ -102,6 +110,8 @@ class Engine {
   explicit Engine(EngineOptions options) : options_(std::move(options)) {}
   absl::Status WriteWith(const rocksdb::WriteOptions& options, rocksdb::WriteBatch* batch)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Invariant (2), after `batch` committed.
+  void CountRangeDeletes(rocksdb::WriteBatch* batch);
 
   const EngineOptions options_;
   Clock* clock_ = nullptr;  // options_.clock or the system clock
@@ -113,6 +123,7 @@ class Engine {
   rocksdb::ColumnFamilyHandle* default_cf_ = nullptr;
   rocksdb::WriteOptions write_options_;
   rocksdb::WriteOptions no_hint_options_;  // for batches with a range delete (Write)
+  std::array<std::atomic<int>, kNumCfs> range_deletes_{};  // invariant (2)
   mutable absl::Mutex mu_;
   absl::Status bg_error_ ABSL_GUARDED_BY(mu_);  // sticky, invariant (1)
 };
