@@ -244,6 +244,13 @@ absl::Status Catalog::Load() {
     m = std::max(m, row.tombstone().dropped_time());
     hlc->Observe(row.tombstone().dropped_time());
   }
+  // The schema digest's share of every name's markers (CatalogSnapshot::marker_digests).
+  absl::btree_set<std::pair<std::string, std::string>> marked;
+  for (const auto& [id, time] : snap->markers) marked.insert(id);
+  for (const auto& [id, stamps] : snap->attribute_markers) marked.insert(id);
+  for (const auto& [db, table] : marked) {
+    snap->marker_digests[db] += NameMarkersDigest(*snap, db, table);
+  }
   {
     absl::MutexLock lock(&mu_);
     next_generation_id_ = next_generation;
@@ -324,7 +331,14 @@ void Catalog::Publish(const DatabaseLock& lock, absl::string_view table,
                       const std::function<void(CatalogSnapshot*)>& edit) {
   absl::MutexLock publish_lock(&mu_);
   auto next = std::make_shared<CatalogSnapshot>(*current_);
+  const std::string& db = lock.database();
+  const uint64_t markers_before = table.empty() ? 0 : NameMarkersDigest(*current_, db, table);
   edit(next.get());
+  // Only `table`'s markers changed (the caller's promise): keep the database's sum.
+  if (!table.empty()) {
+    const uint64_t markers_after = NameMarkersDigest(*next, db, table);
+    if (markers_after != markers_before) next->marker_digests[db] += markers_after - markers_before;
+  }
   SnapshotRef published = PublishLocked(std::move(next));
   journal_.push_back({published->version, lock.database(), std::string(table)});  // (4)
   if (journal_.size() > kJournalEntries) {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/fnv1a.h"
 #include "common/status.h"
 
 namespace cairn::catalog {
@@ -77,14 +78,10 @@ TableDef::TableDef(v1::TableRow row, std::vector<AttributeDef> attributes,
   names.reserve(attributes_.size());
   for (const AttributeDef& a : attributes_) names.push_back(a.name);
   std::sort(names.begin(), names.end());
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a; each name ends with a 0 byte
-  auto add = [&h](absl::string_view s) {
-    for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
-    h *= 0x100000001b3ULL;  // the separator: (h ^ 0) * prime
-  };
-  add(row_.name());
-  for (absl::string_view n : names) add(n);
-  names_digest_ = h;
+  Fnv1a h;
+  h.Add(row_.name());
+  for (absl::string_view n : names) h.Add(n);
+  names_digest_ = h.value();
 }
 
 const AttributeDef* TableDef::FindAttribute(absl::string_view name) const {
@@ -123,6 +120,27 @@ TableRef CatalogSnapshot::FindGeneration(uint64_t generation_id) const {
     }
   }
   return nullptr;
+}
+
+uint64_t NameMarkersDigest(const CatalogSnapshot& snap, absl::string_view db,
+                           absl::string_view table) {
+  uint64_t sum = 0;
+  if (const Hlc marker = snap.MarkerFor(db, table); marker != 0) {
+    Fnv1a h;
+    h.Add("marker");
+    h.Add(table);
+    h.Add(marker);
+    sum += h.value();
+  }
+  for (const auto& [attribute, stamp] : snap.AttributeMarkersFor(db, table)) {
+    Fnv1a h;
+    h.Add("attribute marker");
+    h.Add(table);
+    h.Add(attribute);
+    h.Add(stamp);
+    sum += h.value();
+  }
+  return sum;
 }
 
 Hlc CatalogSnapshot::MarkerFor(absl::string_view db, absl::string_view table) const {

@@ -174,6 +174,10 @@ struct CatalogSnapshot {
   // Names with a drop between C9 step 1 and step 3 and no live generation: requests for them
   // answer TABLE_DROPPING rather than TABLE_NOT_FOUND.
   absl::btree_set<std::pair<std::string, std::string>> dropping;
+  // Per database, the sum (mod 2^64) of NameMarkersDigest over the names with markers or
+  // attribute markers in it: the schema digest's share of them, kept by every publish
+  // (Catalog::Publish updates the one name it changed), so a digest walks no markers.
+  absl::btree_map<std::string, uint64_t, std::less<>> marker_digests;
 
   // DATABASE_NOT_FOUND / TABLE_NOT_FOUND name what is missing; TABLE_DROPPING for a name
   // whose drop is still completing.
@@ -190,6 +194,11 @@ struct CatalogSnapshot {
   TableRef FindGeneration(uint64_t generation_id) const;
 };
 using SnapshotRef = std::shared_ptr<const CatalogSnapshot>;
+
+// The schema digest's share of one name's markers in `snap`: a stable hash (FNV-1a) of its
+// marker (C8) and of each of its attribute markers (C15), summed; 0 when it has none.
+uint64_t NameMarkersDigest(const CatalogSnapshot& snap, absl::string_view db,
+                           absl::string_view table);
 
 // SPEC C6: a generation is dead when created_time < dropped_time (equal survives).
 inline bool IsDeadGeneration(Hlc created_time, Hlc dropped_time) {

@@ -6,33 +6,16 @@
 #include "absl/strings/str_cat.h"
 #include "common/fault.h"
 #include "common/fault_points.h"
+#include "common/fnv1a.h"
 #include "common/status.h"
 
 namespace cairn::replication {
 namespace {
 
-class Fnv1a {
- public:
-  void Add(absl::string_view s) {
-    for (unsigned char c : s) Byte(c);
-    Byte(0);  // separator: ("ab","c") and ("a","bc") differ
-  }
-  void Add(uint64_t v) {
-    for (int i = 0; i < 8; ++i) Byte(static_cast<unsigned char>(v >> (8 * i)));
-  }
-  uint64_t value() const { return h_; }
-
- private:
-  void Byte(unsigned char c) {
-    h_ ^= c;
-    h_ *= 0x100000001b3ULL;
-  }
-  uint64_t h_ = 0xcbf29ce484222325ULL;
-};
-
 // A table this node cannot take now (its drop is draining, C9) or at all (a name a newer peer
 // allows): skipped, so one table never holds back the rest of the database; the next snapshot
-// retries it. Anything else (storage) ends the link.
+// retries it (R3 incremental: the receiver asks for the database whole). Anything else
+// (storage) ends the link.
 bool Skippable(const absl::Status& s) {
   switch (GetErrorCode(s)) {
     case ErrorCode::kTableDropping:
@@ -169,39 +152,25 @@ std::vector<peer::v1::DbSchema> BuildDeltas(const catalog::CatalogSnapshot& snap
 
 uint64_t SchemaDigest(const catalog::CatalogSnapshot& snap, absl::string_view db,
                       const Exclusions& exclusions) {
-  Fnv1a h;
-  h.Add(db);
-  // The sum the catalog keeps over replicating tables, less the excluded ones (R11); 0 for
-  // a database this node does not hold, as for one without tables.
+  // The sums the catalog keeps, less what the route excludes (R11): no walk of the tables or
+  // the markers. A database this node does not hold counts as one without tables.
   uint64_t tables = 0;
-  if (const catalog::DatabaseDef* d = snap.FindDatabase(db); d != nullptr) {
-    tables = d->replicated_digest;
-    for (const std::string& name : exclusions.TablesIn(db)) {
+  const catalog::DatabaseDef* d = snap.FindDatabase(db);
+  if (d != nullptr) tables = d->replicated_digest;
+  uint64_t markers = 0;
+  if (auto it = snap.marker_digests.find(db); it != snap.marker_digests.end()) markers = it->second;
+  for (const std::string& name : exclusions.TablesIn(db)) {
+    if (d != nullptr) {
       auto it = d->tables.find(name);
       if (it != d->tables.end() && it->second->replicate()) tables -= it->second->names_digest();
     }
+    markers -= catalog::NameMarkersDigest(snap, db, name);
   }
+  Fnv1a h;
+  h.Add(db);
   h.Add(tables);
   h.Add("markers");
-  const std::string db_name(db);
-  const bool any_excluded = exclusions.AnyIn(db);
-  for (auto it = snap.markers.lower_bound({db_name, ""});
-       it != snap.markers.end() && it->first.first == db_name; ++it) {
-    if (any_excluded && exclusions.Excludes(db, it->first.second)) continue;
-    h.Add(it->first.second);
-    h.Add(it->second);
-  }
-  // C15. Nothing is added while the database has none.
-  for (auto it = snap.attribute_markers.lower_bound({db_name, ""});
-       it != snap.attribute_markers.end() && it->first.first == db_name; ++it) {
-    if (any_excluded && exclusions.Excludes(db, it->first.second)) continue;
-    for (const auto& [attribute, stamp] : it->second) {
-      h.Add("attribute marker");
-      h.Add(it->first.second);
-      h.Add(attribute);
-      h.Add(stamp);
-    }
-  }
+  h.Add(markers);
   return h.value();
 }
 

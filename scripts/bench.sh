@@ -5,7 +5,7 @@
 # with all nodes and the load generator sharing it; the machine's load is recorded before
 # each benchmark and a busy machine is flagged. See README "Performance".
 #
-#   scripts/bench.sh              # everything, about 4 minutes; results in build/bench/results/
+#   scripts/bench.sh              # everything, about 5 minutes; results in build/bench/results/
 #   scripts/bench.sh --plot       # also draws the plots into docs/perf/ (gnuplot)
 #   scripts/bench.sh --quick      # tiny sizes: checks the suite end to end (ctest bench_smoke)
 #   CAIRN_BENCH_OUT=DIR scripts/bench.sh
@@ -39,8 +39,10 @@ if [ "$quick" = 1 ]; then
   verify=(--records 3000 --seconds 1)
   strip=(--records 3000 --seconds 1)
   search=(--records 3000 --runs 1)
+  schema=(--tables 100 --bucket 50 --sample 5)
 else
   ceiling=() node=() replication=() copy=() cluster=() drop=() verify=() strip=() search=()
+  schema=(--tables 2000 --bucket 500)
 fi
 
 echo "load before the run: $(cat /proc/loadavg)"
@@ -61,6 +63,7 @@ run drop --series "$out" "${drop[@]}"
 run verify "${verify[@]}"
 run strip "${strip[@]}"
 run search "${search[@]}"
+run schema "${schema[@]}"
 if [ "$quick" = 0 ] && [ -x "$build/bench/record_bench" ]; then
   echo
   echo "== record_bench (unit benchmarks of the write path)"

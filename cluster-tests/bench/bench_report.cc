@@ -1,6 +1,6 @@
 // bench_report: merges the JSON of one scripts/bench.sh run (ceiling_bench, node_bench,
 // replication_bench, copy_bench, cluster_bench, drop_bench, verify_bench, strip_bench,
-// search_bench, each in DIR/<name>.json) into
+// search_bench, schema_bench, each in DIR/<name>.json) into
 // DIR/bench-results.json, and prints the table of every figure beside its aim (issue 7) and
 // its share of this machine's ceiling measured in the same run. The table is Markdown, so
 // the README's "Performance" section can show it as printed (it is also in
@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   const json ceiling = Load(dir, "ceiling"), node = Load(dir, "node"),
              replication = Load(dir, "replication"), copy = Load(dir, "copy"),
              cluster = Load(dir, "cluster"), drop = Load(dir, "drop"), verify = Load(dir, "verify"),
-             strip = Load(dir, "strip"), search = Load(dir, "search");
+             strip = Load(dir, "strip"), search = Load(dir, "search"), schema = Load(dir, "schema");
 
   const std::optional<double> storage_batch = At(ceiling, "/storage/batch100_records_per_s");
   const std::optional<double> storage_single = At(ceiling, "/storage/single_records_per_s");
@@ -190,6 +190,27 @@ int main(int argc, char** argv) {
   rows.push_back({"j", "  a condition no index serves: rows read",
                   At(search, "/scan/rows_read_per_s"), "rows/s", std::nullopt, true, storage_scan,
                   "RocksDB iteration"});
+  // Issue 23: schema changes as the catalog grows (3 nodes, tables created then dropped on n1).
+  const std::string schema_tables = Count(At(schema, "/tables"));
+  const std::string bucket = Count(At(schema, "/bucket"));
+  rows.push_back(
+      {"k", absl::StrCat("create_table p99, first ", bucket, " of ", schema_tables, " tables"),
+       At(schema, "/summary/create_p99_first_ms"), "ms", std::nullopt, false, std::nullopt, ""});
+  rows.push_back({"k", absl::StrCat("  last ", bucket, " (aim: 1.5 x the first + 1 ms)"),
+                  At(schema, "/summary/create_p99_last_ms"), "ms",
+                  At(schema, "/summary/create_p99_flat_bound_ms"), false, std::nullopt, ""});
+  rows.push_back({"k", "drop_table answered by both peers, p50", At(schema, "/summary/drop_p50_ms"),
+                  "ms", 5, false, std::nullopt, ""});
+  rows.push_back({"k", absl::StrCat("schema convergence on both peers, p99 (last ", bucket, ")"),
+                  At(schema, "/summary/converge_p99_last_ms"), "ms", 100, false, std::nullopt, ""});
+  rows.push_back({"k", absl::StrCat("schema bytes sent per create, first ", bucket),
+                  At(schema, "/summary/bytes_per_create_first"), "bytes", std::nullopt, false,
+                  std::nullopt, ""});
+  std::optional<double> bytes_aim = At(schema, "/summary/bytes_per_create_first");
+  if (bytes_aim) *bytes_aim *= 1.1;  // no growth, within noise
+  rows.push_back({"k", absl::StrCat("  last ", bucket, " (aim: no growth)"),
+                  At(schema, "/summary/bytes_per_create_last"), "bytes", bytes_aim, false,
+                  std::nullopt, ""});
   std::optional<double> idle, loaded;
   if (cluster.is_object()) {
     for (const json& v : cluster["rss_mib"].value("idle", json::array())) {
@@ -249,7 +270,8 @@ int main(int argc, char** argv) {
                                   {"drop", &drop},
                                   {"verify", &verify},
                                   {"strip", &strip},
-                                  {"search", &search}}) {
+                                  {"search", &search},
+                                  {"schema", &schema}}) {
     if (doc->is_object()) busy[name] = (*doc)["machine"];
   }
   const json out = {{"results", results},
@@ -263,7 +285,8 @@ int main(int argc, char** argv) {
                       {"drop", drop},
                       {"verify", verify},
                       {"strip", strip},
-                      {"search", search}}}};
+                      {"search", search},
+                      {"schema", schema}}}};
   std::ofstream(dir + "/bench-results.json") << out.dump(2) << "\n";
   std::ofstream(dir + "/bench-results.md") << table;
   std::printf("%s", table.c_str());

@@ -148,10 +148,27 @@ int main(int argc, char** argv) {
                 row["converge"]["p99_ms"].get<double>(), b.bytes_per_create, b.tables_per_create);
     rows.push_back(std::move(row));
   }
+  // The figures: the first and last buckets, every drop, the last convergences.
+  std::vector<double> all_drops;
+  for (const Bucket& b : buckets)
+    all_drops.insert(all_drops.end(), b.drop_ms.begin(), b.drop_ms.end());
+  const json& first = rows.front();
+  const json& last = rows.back();
+  const double first_p99 = first["create"]["p99_ms"].get<double>();
   json out = {{"benchmark", "schema_bench"},
               {"machine", machine},
               {"tables", tables},
               {"databases", databases},
+              {"bucket", bucket},
+              {"summary",
+               {{"create_p99_first_ms", first_p99},
+                {"create_p99_last_ms", last["create"]["p99_ms"]},
+                {"create_p99_flat_bound_ms", 1.5 * first_p99 + 1},
+                {"drop_p50_ms", Percentile(&all_drops, 0.5)},
+                {"drop_p99_ms", Percentile(&all_drops, 0.99)},
+                {"converge_p99_last_ms", last["converge"]["p99_ms"]},
+                {"bytes_per_create_first", first["schema_bytes_per_create"]},
+                {"bytes_per_create_last", last["schema_bytes_per_create"]}}},
               {"buckets", rows}};
   cairn::bench::EmitJson(out, flags.json);
   return 0;
