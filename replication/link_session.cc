@@ -92,26 +92,48 @@ absl::Status LinkSession::ApplySchema(const peer::v1::DbSchema& schema) {
   catalog::LocalNode* node = cluster_->node();
   const Exclusions exclusions = cluster_->ExclusionsFor(peer_);  // R11, receiver's side
   SchemaApplyStats stats;
-  // An injected error applies nothing of it, as a delta that missed a change would: the
-  // digest check below finds the difference and asks for the database whole.
+  // An injected error applies nothing of it, as a skipped table would not be: the watch
+  // below asks for the database whole.
   if (CAIRN_FAULT(node->catalog->options().faults, fault_points::kReplSchemaReceive).ok()) {
     CAIRN_RETURN_IF_ERROR(
         ApplyDbSchema(node->catalog.get(), node->records.get(), schema, &stats, exclusions));
+  } else {
+    ++stats.skipped;
   }
   cluster_->OnSchema(peer_, schema.database(), schema.digest());
-  const uint64_t ours = SchemaDigest(*node->catalog->Snapshot(), schema.database(), exclusions);
+  catalog::SnapshotRef snap = node->catalog->Snapshot();
+  const uint64_t ours = SchemaDigest(*snap, schema.database(), exclusions);
   const absl::Time now = absl::Now();
   absl::MutexLock lock(&mu_);
-  if (ours == schema.digest() && stats.skipped == 0) {
-    digest_watch_.erase(schema.database());
+  auto it = digest_watch_.find(schema.database());
+  // Something the peer sent is not here: retried until a whole DbSchema applies cleanly (the
+  // digest covers names only, so equal digests do not prove a type or a stamp arrived).
+  const bool retry =
+      stats.skipped > 0 || (schema.delta() && it != digest_watch_.end() && it->second.retry);
+  if (ours == schema.digest() && !retry) {
+    if (it != digest_watch_.end()) digest_watch_.erase(it);
     return absl::OkStatus();
   }
-  auto [it, fresh] = digest_watch_.try_emplace(schema.database());
+  if (it == digest_watch_.end()) {
+    it = digest_watch_.try_emplace(schema.database()).first;
+    it->second.since = it->second.next_request = now;
+  }
   DigestWatch& w = it->second;
-  if (fresh) w.since = w.next_request = now;
   w.theirs = schema.digest();
-  w.retry = stats.skipped > 0;
-  if (!schema.delta() && !w.retry) w.settled = std::make_pair(schema.digest(), ours);
+  w.retry = retry;
+  if (!schema.delta() && !retry) {
+    const std::pair<uint64_t, uint64_t> pair(schema.digest(), ours);
+    // A whole DbSchema applied cleanly and the digests are still apart: this node holds
+    // something the peer lacks, or the two really differ. Sent our whole database once per
+    // such pair, the peer takes what it lacks; when it too finds the same difference, the
+    // exchange stops there.
+    if (w.settled != pair) {
+      schema_full_.insert(schema.database());
+      dirty_ = true;
+    }
+    w.settled = pair;
+  }
+  w.asked_at_version = snap->version;
   return absl::OkStatus();
 }
 
@@ -121,7 +143,12 @@ std::vector<std::string> LinkSession::DueSchemaRequests(const catalog::CatalogSn
   std::vector<std::string> due;
   if (!peer_schema_delta_ || digest_watch_.empty()) return due;
   for (auto& [db, w] : digest_watch_) {
-    if (now - w.since < kSchemaResyncAfter || now < w.next_request) continue;
+    if (now - w.since < kSchemaResyncAfter) continue;
+    // A retry goes again early once this node changed the database (a drop that held a
+    // skipped table back may have finished), else after the backoff.
+    const bool changed_here = w.retry && now - w.asked_at >= kSchemaResyncAfter &&
+                              DatabaseChangedSince(db, w.asked_at_version);
+    if (now < w.next_request && !changed_here) continue;
     const uint64_t ours = SchemaDigest(snap, db, exclusions);
     if (ours == w.theirs && !w.retry) continue;  // caught up meanwhile
     if (!w.retry && w.settled == std::make_pair(w.theirs, ours)) continue;
@@ -130,10 +157,21 @@ std::vector<std::string> LinkSession::DueSchemaRequests(const catalog::CatalogSn
                  w.retry ? "its last one could not be applied whole" : "our digests differ",
                  absl::FormatTime(w.since));
     due.push_back(db);
+    w.asked_at = now;
+    w.asked_at_version = snap.version;
     w.next_request = now + w.backoff;
     w.backoff = std::min(w.backoff * 2, kSchemaResyncMaxBackoff);
   }
   return due;
+}
+
+bool LinkSession::DatabaseChangedSince(const std::string& db, uint64_t version) const {
+  std::vector<catalog::SchemaChange> changes;
+  if (!cluster_->node()->catalog->ChangesSince(version, UINT64_MAX, &changes)) return true;
+  for (const catalog::SchemaChange& c : changes) {
+    if (c.database == db) return true;
+  }
+  return false;
 }
 
 bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {

@@ -60,18 +60,23 @@ inline constexpr uint64_t kWindow = 8;
 // How long a database's digest may differ from the peer's before this end asks for the
 // peer's whole DbSchema of it, and the longest it then waits between two requests.
 inline constexpr absl::Duration kSchemaResyncAfter = absl::Seconds(2);
-inline constexpr absl::Duration kSchemaResyncMaxBackoff = absl::Seconds(5);
+inline constexpr absl::Duration kSchemaResyncMaxBackoff = absl::Seconds(60);
 
 // R3, incremental, receiving side: a database whose digest here differs from the one the peer
 // last sent, or whose DbSchema from the peer skipped something (a drop draining here).
 struct DigestWatch {
   absl::Time since;     // when it was first seen apart
   uint64_t theirs = 0;  // the peer's last digest of it
-  bool retry = false;   // the peer's last DbSchema of it was not applied whole
+  // Something of the peer's was not applied (a table skipped while its drop drains here):
+  // kept until a whole DbSchema of the database applies cleanly.
+  bool retry = false;
+  absl::Time asked_at;            // when this end last asked for it whole
+  uint64_t asked_at_version = 0;  // the local catalog version then (or when last updated)
   // The digests (theirs, ours) right after a whole DbSchema of it applied whole: the same
   // pair later means a whole one has nothing more to give (the nodes really differ: a
   // node-local table of the name, C11, or routes excluding different tables, R11), so no
-  // request is made until either digest moves.
+  // request is made until either digest moves. A new such pair sends the peer our whole
+  // database once, for what this node holds and the peer lacks.
   std::optional<std::pair<uint64_t, uint64_t>> settled;
   absl::Time next_request;  // not before this
   absl::Duration backoff = kSchemaResyncAfter;
@@ -136,6 +141,8 @@ class LinkSession {
                                               uint64_t schema_version, bool deltas,
                                               const absl::btree_set<std::string>& full,
                                               const SchemaOptions& options);
+  // Whether the catalog journal names `db` after `version` (or no longer reaches back).
+  bool DatabaseChangedSince(const std::string& db, uint64_t version) const;
   // Applies a DbSchema from the peer and watches its digest (DigestWatch). Not OK: the link
   // ends.
   absl::Status ApplySchema(const peer::v1::DbSchema& schema) ABSL_LOCKS_EXCLUDED(mu_);

@@ -213,10 +213,12 @@ void Engine::CountRangeDeletes(rocksdb::WriteBatch* batch) {
   // why ignored: the handler never fails, and the batch has committed.
   batch->Iterate(&counter).PermitUncheckedError();
   for (int i = 0; i < kNumCfs; ++i) {
-    const int n = counter.by_id[handles_[i]->GetID()];
+    const uint32_t id = handles_[i]->GetID();
+    const int n = id < counter.by_id.size() ? counter.by_id[id] : 0;
     if (n == 0) continue;
     if (range_deletes_[i].fetch_add(n) + n < kRangeDeletesBeforeFlush) continue;
-    range_deletes_[i].store(0);
+    // One writer asks: the one whose exchange finds the count still over the bound.
+    if (range_deletes_[i].exchange(0) < kRangeDeletesBeforeFlush) continue;
     rocksdb::FlushOptions flush;
     flush.wait = false;
     flush.allow_write_stall = true;

@@ -256,5 +256,25 @@ TEST_F(SchemaDeltaTest, R3_ADigestLeftApartIsRepairedByAWholeDatabase) {
   ExpectInSync(a.get(), b.get());
 }
 
+// Decision 44 with deltas: a local-only drop leaves b without a table a still holds and
+// sends a nothing of it. a's digest check finds b apart; the whole database b sends back leaves
+// the digests apart, so a sends b its own whole database once, and the table returns, with no
+// other change anywhere.
+TEST_F(SchemaDeltaTest, Decision44_ALocalOnlyDropGetsThePeersTableBackWithoutAnotherChange) {
+  auto a = NewNode("a"), b = NewNode("b");
+  a->Route(*b);
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  ASSERT_EVENTUALLY([&] { ASSERT_NE(b->Table("shop", "orders"), nullptr); });
+  ExpectInSync(a.get(), b.get());
+  const Hlc created = a->Table("shop", "orders")->created_time();
+  ASSERT_OK(b->catalog().DropTable("shop", "orders", /*timed=*/false).status());
+  ASSERT_EVENTUALLY([&] {
+    catalog::TableRef back = b->Table("shop", "orders");
+    ASSERT_NE(back, nullptr);
+    ASSERT_EQ(back->created_time(), created);
+  });
+  ExpectInSync(a.get(), b.get());
+}
+
 }  // namespace
 }  // namespace cairn::replication
