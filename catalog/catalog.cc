@@ -340,7 +340,7 @@ void Catalog::Publish(const DatabaseLock& lock, absl::string_view table,
     if (markers_after != markers_before) next->marker_digests[db] += markers_after - markers_before;
   }
   SnapshotRef published = PublishLocked(std::move(next));
-  journal_.push_back({published->version, lock.database(), std::string(table)});  // (4)
+  journal_.push_back({published->version, db, std::string(table)});  // (4)
   if (journal_.size() > kJournalEntries) {
     journal_from_ = journal_.front().version;
     journal_.pop_front();

@@ -92,8 +92,8 @@ absl::Status LinkSession::ApplySchema(const peer::v1::DbSchema& schema) {
   catalog::LocalNode* node = cluster_->node();
   const Exclusions exclusions = cluster_->ExclusionsFor(peer_);  // R11, receiver's side
   SchemaApplyStats stats;
-  // An injected error applies nothing of it, as a skipped table would not be: the watch
-  // below asks for the database whole.
+  // An injected error applies nothing of it and counts as a skip: the watch below asks for
+  // the database whole.
   if (CAIRN_FAULT(node->catalog->options().faults, fault_points::kReplSchemaReceive).ok()) {
     CAIRN_RETURN_IF_ERROR(
         ApplyDbSchema(node->catalog.get(), node->records.get(), schema, &stats, exclusions));
@@ -124,9 +124,9 @@ absl::Status LinkSession::ApplySchema(const peer::v1::DbSchema& schema) {
   if (!schema.delta() && !retry) {
     const std::pair<uint64_t, uint64_t> pair(schema.digest(), ours);
     // A whole DbSchema applied cleanly and the digests are still apart: this node holds
-    // something the peer lacks, or the two really differ. Sent our whole database once per
-    // such pair, the peer takes what it lacks; when it too finds the same difference, the
-    // exchange stops there.
+    // something the peer lacks, or the two really differ. Our whole database goes to the peer
+    // once per such pair, and it takes what it lacks; when it too finds the difference real,
+    // the exchange stops there.
     if (w.settled != pair) {
       schema_full_.insert(schema.database());
       dirty_ = true;

@@ -14,7 +14,8 @@
 //   4. apply every DbSchema that arrives (markers, then definitions, R4); count and ignore
 //      messages of unknown kinds (R1). A database whose digest stays apart from the peer's
 //      for kSchemaResyncAfter, or whose DbSchema could not be applied whole, is asked for
-//      again whole (SchemaRequest, backing off; DigestWatch);
+//      again whole (SchemaRequest, backing off; DigestWatch); one that a whole DbSchema
+//      leaves apart is sent to the peer whole, once per pair of digests;
 //   5. records (both advertised "records.v1"): the applier thread claims this peer's
 //      subscription (one link per peer subscribes, Cluster::ClaimReceiver) and sends
 //      Subscribe; it applies each ChangeBatch with its cursor (ReceiverState) and acks it.
