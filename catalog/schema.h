@@ -19,6 +19,7 @@
 #include "cairn/catalog/v1/catalog.pb.h"
 #include "common/clock.h"
 #include "common/gate.h"
+#include "common/persistent_map.h"
 
 namespace cairn::catalog {
 
@@ -153,7 +154,8 @@ using TableRef = std::shared_ptr<const TableDef>;
 struct DatabaseDef {
   std::string name;
   Hlc created_time = 0;
-  absl::btree_map<std::string, TableRef> tables;  // live tables only
+  // Live tables only. Persistent: a publish that changes one table copies O(kMaxChunk) of it.
+  PersistentMap<std::string, TableRef> tables;
   // The sum (mod 2^64) of names_digest() over the replicating tables in `tables`: kept by
   // every change of `tables` (Catalog::PutTable), so a schema digest costs no walk of them.
   uint64_t replicated_digest = 0;
@@ -167,10 +169,12 @@ struct CatalogSnapshot {
   absl::btree_map<std::string, DatabaseRef> databases;
   // Newest drop time per (db, table): durable markers and drops still completing (a pending
   // drop's time is in its tombstone, so it is as durable as the marker).
-  absl::btree_map<std::pair<std::string, std::string>, Hlc> markers;
+  // Persistent maps (common/persistent_map.h), as DatabaseDef::tables: a publish copies the
+  // chunk of the one name it changes, not every marker (issue 23).
+  PersistentMap<std::pair<std::string, std::string>, Hlc> markers;
   // C15: the attribute markers of each (db, table) name, durable. Like `markers` they outlive
   // the attribute, its generation and its database.
-  absl::btree_map<std::pair<std::string, std::string>, AttributeStamps> attribute_markers;
+  PersistentMap<std::pair<std::string, std::string>, AttributeStamps> attribute_markers;
   // Names with a drop between C9 step 1 and step 3 and no live generation: requests for them
   // answer TABLE_DROPPING rather than TABLE_NOT_FOUND.
   absl::btree_set<std::pair<std::string, std::string>> dropping;

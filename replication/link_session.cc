@@ -79,7 +79,13 @@ std::vector<peer::v1::DbSchema> LinkSession::SchemaRound(const catalog::CatalogS
   std::vector<catalog::SchemaChange> changes;
   if (schema_version != 0 && deltas &&
       cluster_->node()->catalog->ChangesSince(schema_version, snap.version, &changes)) {
-    return BuildDeltas(snap, changes, full, options);
+    std::vector<peer::v1::DbSchema> out = BuildDeltas(snap, changes, full, options);
+    absl::MutexLock lock(&mu_);
+    for (peer::v1::DbSchema& schema : out) {
+      auto told = peer_states_.find(schema.database());
+      if (told != peer_states_.end()) DropNamesThePeerHolds(told->second, &schema);
+    }
+    return out;
   }
   std::vector<peer::v1::DbSchema> out;
   for (const std::string& db : SchemaDatabases(snap)) {
@@ -92,6 +98,18 @@ absl::Status LinkSession::ApplySchema(const peer::v1::DbSchema& schema) {
   catalog::LocalNode* node = cluster_->node();
   const Exclusions exclusions = cluster_->ExclusionsFor(peer_);  // R11, receiver's side
   SchemaApplyStats stats;
+  {
+    // Recorded before the apply publishes: a round built right after the publish must find it
+    // (a round built before the apply finds this node's state different and sends it).
+    NameStates states = StatesOf(schema);
+    absl::MutexLock lock(&mu_);
+    NameStates& told = peer_states_[schema.database()];
+    if (!schema.delta()) {
+      told = std::move(states);
+    } else {
+      for (auto& [name, state] : states) told[name] = state;
+    }
+  }
   // An injected error applies nothing of it and counts as a skip: the watch below asks for
   // the database whole.
   if (CAIRN_FAULT(node->catalog->options().faults, fault_points::kReplSchemaReceive).ok()) {

@@ -141,7 +141,8 @@ class LinkSession {
   std::vector<peer::v1::DbSchema> SchemaRound(const catalog::CatalogSnapshot& snap,
                                               uint64_t schema_version, bool deltas,
                                               const absl::btree_set<std::string>& full,
-                                              const SchemaOptions& options);
+                                              const SchemaOptions& options)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Whether the catalog journal names `db` after `version` (or no longer reaches back).
   bool DatabaseChangedSince(const std::string& db, uint64_t version) const;
   // Applies a DbSchema from the peer and watches its digest (DigestWatch). Not OK: the link
@@ -173,6 +174,11 @@ class LinkSession {
   // it needs their definitions again), for the next round.
   absl::btree_set<std::string> schema_full_ ABSL_GUARDED_BY(mu_);
   absl::btree_map<std::string, DigestWatch> digest_watch_ ABSL_GUARDED_BY(mu_);
+  // Per database, the state of each name as the peer last sent it (StatesOf; a whole DbSchema
+  // replaces the database's). A delta leaves out a name whose state here is that one: the
+  // peer holds it, so it is not echoed back (R3 incremental). Whole DbSchemas leave out
+  // nothing, so a peer that lost a name since still gets it through the digest check.
+  absl::flat_hash_map<std::string, NameStates> peer_states_ ABSL_GUARDED_BY(mu_);
   bool dirty_ ABSL_GUARDED_BY(mu_) = true;  // a round of snapshots is due
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Run returned: the stream may be gone

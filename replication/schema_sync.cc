@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/fault.h"
 #include "common/fault_points.h"
@@ -148,6 +149,56 @@ std::vector<peer::v1::DbSchema> BuildDeltas(const catalog::CatalogSnapshot& snap
     out.push_back(BuildDbSchema(snap, db, delta));
   }
   return out;
+}
+
+namespace {
+
+// One part of a name's state: parts are summed, so their order in the message does not matter.
+uint64_t PartHash(absl::string_view kind, absl::string_view a, uint64_t b) {
+  Fnv1a h;
+  h.Add(kind);
+  h.Add(a);
+  h.Add(b);
+  return h.value();
+}
+
+}  // namespace
+
+NameStates StatesOf(const peer::v1::DbSchema& schema) {
+  NameStates out;
+  std::string bytes;
+  for (const peer::v1::PeerTable& t : schema.tables()) {
+    bytes.clear();
+    t.SerializeToString(&bytes);  // no map fields: the same bytes for the same definition
+    out[t.name()] += PartHash("table", bytes, 0);
+  }
+  for (const peer::v1::PeerMarker& m : schema.markers()) {
+    out[m.table()] += PartHash("marker", "", m.dropped_time());
+  }
+  for (const peer::v1::PeerAttributeMarker& m : schema.attribute_markers()) {
+    out[m.table()] += PartHash("attribute marker", m.attribute(), m.dropped_time());
+  }
+  return out;
+}
+
+size_t DropNamesThePeerHolds(const NameStates& told, peer::v1::DbSchema* delta) {
+  if (!delta->delta() || told.empty()) return 0;
+  absl::flat_hash_set<std::string> held;
+  for (const auto& [name, state] : StatesOf(*delta)) {
+    auto it = told.find(name);
+    if (it != told.end() && it->second == state) held.insert(name);
+  }
+  if (held.empty()) return 0;
+  auto drop = [&](auto* entries, auto name_of) {
+    entries->erase(std::remove_if(entries->begin(), entries->end(),
+                                  [&](const auto& e) { return held.contains(name_of(e)); }),
+                   entries->end());
+  };
+  drop(delta->mutable_tables(), [](const peer::v1::PeerTable& t) { return t.name(); });
+  drop(delta->mutable_markers(), [](const peer::v1::PeerMarker& m) { return m.table(); });
+  drop(delta->mutable_attribute_markers(),
+       [](const peer::v1::PeerAttributeMarker& m) { return m.table(); });
+  return held.size();
 }
 
 uint64_t SchemaDigest(const catalog::CatalogSnapshot& snap, absl::string_view db,

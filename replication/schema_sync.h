@@ -8,6 +8,7 @@
 
 #include "absl/container/btree_map.h"
 #include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "cairn/peer/v1/peer.pb.h"
@@ -69,6 +70,17 @@ std::vector<peer::v1::DbSchema> BuildDeltas(const catalog::CatalogSnapshot& snap
                                             const std::vector<catalog::SchemaChange>& changes,
                                             const absl::btree_set<std::string>& full,
                                             const SchemaOptions& options);
+
+// R3, incremental, no echo: per name a DbSchema carries anything of (a definition, a marker,
+// attribute markers), a fingerprint of all of it (FNV-1a; the same on every node and build).
+// Two equal fingerprints mean the same state of the name, as a DbSchema spells it.
+using NameStates = absl::flat_hash_map<std::string, uint64_t>;
+NameStates StatesOf(const peer::v1::DbSchema& schema);
+
+// Takes out of a delta every name whose state in it is the one in `told` (what the peer last
+// sent of that name, StatesOf its DbSchemas): the peer holds it already, so sending it back
+// would be an echo. Returns how many names it took out. A whole DbSchema is left as it is.
+size_t DropNamesThePeerHolds(const NameStates& told, peer::v1::DbSchema* delta);
 
 // A stable 64-bit digest (FNV-1a; the same on every node and build) of the live replicating
 // tables of `db` — names and attribute names, as the sum of their TableDef::names_digest the

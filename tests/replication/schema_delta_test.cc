@@ -214,8 +214,8 @@ TEST_F(SchemaDeltaTest, R3_TheDigestSumsTheCatalogKeepsEqualACount) {
   EXPECT_EQ(SchemaDigest(*a->catalog().Snapshot(), "shop"), digest);
 }
 
-// R3 incremental: once the catalogs agree, one create costs the links its own definition (and
-// the peer's one echo of it), however many tables there are.
+// R3 incremental: once the catalogs agree, one create costs the links its own definition,
+// however many tables there are (and no echo: R3_AChangeIsNotEchoedToItsSender).
 TEST_F(SchemaDeltaTest, R3_ACreateSendsItsTableNotTheCatalog) {
   auto a = NewNode("a"), b = NewNode("b");
   a->Route(*b);  // one link: a second one would start with whole snapshots of its own
@@ -236,6 +236,29 @@ TEST_F(SchemaDeltaTest, R3_ACreateSendsItsTableNotTheCatalog) {
   // Whole snapshots would send all 41 definitions (and b its 41 back).
   EXPECT_GE(sent, 1u);
   EXPECT_LE(sent, 4u);
+}
+
+// R3 incremental, no echo: b does not send a the definition it just took from a. Its round
+// after the apply still goes (an empty delta with b's digest), so a's digest check sees b in
+// step.
+TEST_F(SchemaDeltaTest, R3_AChangeIsNotEchoedToItsSender) {
+  auto a = NewNode("a"), b = NewNode("b");
+  a->Route(*b);
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  ASSERT_EVENTUALLY([&] { ASSERT_NE(b->Table("shop", "orders"), nullptr); });
+  ExpectInSync(a.get(), b.get());
+  const uint64_t messages_before = b->cluster().schema_messages_sent();
+  const uint64_t tables_before = b->cluster().schema_tables_sent();
+
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "items", {"sku"})));
+  ASSERT_OK(a->catalog().CreateAttribute("shop", "orders", catalog::AttributeSpec("total")));
+  ASSERT_EVENTUALLY([&] {
+    ASSERT_THAT(b->Attributes("shop", "orders"), ElementsAre("id", "name", "total"));
+    ASSERT_NE(b->Table("shop", "items"), nullptr);
+  });
+  ExpectInSync(a.get(), b.get());
+  ASSERT_EVENTUALLY([&] { ASSERT_GT(b->cluster().schema_messages_sent(), messages_before); });
+  EXPECT_EQ(b->cluster().schema_tables_sent(), tables_before);
 }
 
 // A delta applied nowhere (the fault point stands for any delta that missed a change) leaves
