@@ -185,6 +185,17 @@ void AddReplicationMetrics(Metrics* metrics, replication::Cluster* cluster) {
       {"cairn_schema_tables_sent_total",
        "Table definitions in the DB_SCHEMA messages this node sent its peers (R3).", "counter",
        [cluster] { return static_cast<double>(cluster->schema_tables_sent()); }});
+  metrics->AddExternal({"cairn_replication_entries_received_total",
+                        "Entries of the peers' change batches this node received (R5, R7, R14).",
+                        "counter",
+                        [cluster] { return static_cast<double>(cluster->entries_received()); }});
+  metrics->AddExternal({"cairn_replication_entries_applied_total",
+                        "Entries received from peers that changed a record here (D5).", "counter",
+                        [cluster] { return static_cast<double>(cluster->entries_applied()); }});
+  metrics->AddExternal(
+      {"cairn_replication_entries_duplicate_total",
+       "Entries received from peers that this node already held (D5 identity ties).", "counter",
+       [cluster] { return static_cast<double>(cluster->entries_duplicate()); }});
   metrics->AddExternal({"cairn_replication_full_copies_active",
                         "Full copies (R7) this node is receiving.", "gauge", [cluster] {
                           double n = 0;

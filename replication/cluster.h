@@ -211,6 +211,17 @@ class Cluster {
     schema_bytes_sent_.fetch_add(bytes, std::memory_order_relaxed);
     schema_tables_sent_.fetch_add(tables, std::memory_order_relaxed);
   }
+  // Entries of the peers' change batches (log, copy and refetch) this node received, and what
+  // became of them, over every link since the start: received / applied is how many copies of
+  // each write reach this node (issue 23: 1.00 once relays stop sending what an origin sends).
+  void CountReceived(uint64_t entries, const catalog::ApplyStats& stats) {
+    entries_received_.fetch_add(entries, std::memory_order_relaxed);
+    entries_applied_.fetch_add(stats.applied, std::memory_order_relaxed);
+    entries_duplicate_.fetch_add(stats.duplicates, std::memory_order_relaxed);
+  }
+  uint64_t entries_received() const { return entries_received_.load(); }
+  uint64_t entries_applied() const { return entries_applied_.load(); }
+  uint64_t entries_duplicate() const { return entries_duplicate_.load(); }
   uint64_t schema_messages_sent() const { return schema_messages_sent_.load(); }
   uint64_t schema_bytes_sent() const { return schema_bytes_sent_.load(); }
   uint64_t schema_tables_sent() const { return schema_tables_sent_.load(); }
@@ -254,6 +265,9 @@ class Cluster {
   std::unique_ptr<Service> service_;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> unknown_messages_{0};
+  std::atomic<uint64_t> entries_received_{0};
+  std::atomic<uint64_t> entries_applied_{0};
+  std::atomic<uint64_t> entries_duplicate_{0};
   std::atomic<uint64_t> schema_messages_sent_{0};
   std::atomic<uint64_t> schema_bytes_sent_{0};
   std::atomic<uint64_t> schema_tables_sent_{0};

@@ -369,8 +369,12 @@ bool LinkSession::ApplyWithRetry(ReceiverState* receiver, const peer::v1::Change
   }
   absl::Duration backoff = absl::Milliseconds(10);
   for (int attempt = 1;; ++attempt) {
-    absl::Status s = receiver->Apply(batch);
-    if (s.ok()) return true;
+    catalog::ApplyStats stats;
+    absl::Status s = receiver->Apply(batch, &stats);
+    if (s.ok()) {
+      cluster_->CountReceived(static_cast<uint64_t>(batch.entries_size()), stats);
+      return true;
+    }
     const ErrorCode code = GetErrorCode(s);
     // The table's schema has not been applied yet (it is on its way: DB_SCHEMA precedes the
     // rows on this stream, but a drop here may still be completing), or the schema moved

@@ -475,7 +475,8 @@ absl::StatusOr<peer::v1::Refetch> ReceiverState::NewRefetches() {
   return out;
 }
 
-absl::Status ReceiverState::Apply(const peer::v1::ChangeBatch& batch) {
+absl::Status ReceiverState::Apply(const peer::v1::ChangeBatch& batch,
+                                  catalog::ApplyStats* stats_out) {
   const std::string& db = batch.database();
   // A peer's value: a name this node could not hold would also split parked keys wrongly.
   CAIRN_RETURN_IF_ERROR(catalog::ValidateDatabaseName(db));
@@ -529,6 +530,7 @@ absl::Status ReceiverState::Apply(const peer::v1::ChangeBatch& batch) {
     spdlog::info("[{}] {}.{}: {} sent its rows again (R14)", node_->records->node_name(), db,
                  batch.refetch().table(), peer_);
   }
+  if (stats_out != nullptr) *stats_out = stats;
   ++batches_;
   entries_applied_ += stats.applied;
   entries_received_ += static_cast<uint64_t>(batch.entries_size());

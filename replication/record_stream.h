@@ -170,7 +170,8 @@ class ReceiverState {
   // excludes are dropped (R11, receiver's side); entries of a table not defined here yet, or
   // dropping, are parked in the same WriteBatch (R17). An error leaves nothing of the batch
   // applied.
-  absl::Status Apply(const peer::v1::ChangeBatch& batch);
+  // `stats`, when given, receives what the apply did with the batch's entries.
+  absl::Status Apply(const peer::v1::ChangeBatch& batch, catalog::ApplyStats* stats = nullptr);
   // R17: applies what was parked and can go now (after a schema change, and periodically).
   absl::Status RetryParked() { return parking_.Retry(); }
   uint64_t parked() const { return parking_.count(); }

@@ -170,6 +170,9 @@ TEST_F(RecordReplicationTest, R5_APeersOwnWritesAreNotSentBackToIt) {
   };
   const uint64_t a_from_b = received(a.get(), b.get()), a_from_c = received(a.get(), c.get());
   const uint64_t b_from_c = received(b.get(), c.get()), c_from_b = received(c.get(), b.get());
+  const uint64_t b_received = b->cluster().entries_received();
+  const uint64_t b_applied = b->cluster().entries_applied();
+  const uint64_t b_duplicate = b->cluster().entries_duplicate();
   json batch = json::array();
   for (int i = 0; i < 50; ++i) batch.push_back({{"id", absl::StrCat("k", i)}, {"name", "a"}});
   ASSERT_OK(a->records().Write("shop", "orders", batch, catalog::WriteMode::kInsert));
@@ -183,6 +186,11 @@ TEST_F(RecordReplicationTest, R5_APeersOwnWritesAreNotSentBackToIt) {
   });
   EXPECT_EQ(received(a.get(), b.get()), a_from_b);
   EXPECT_EQ(received(a.get(), c.get()), a_from_c);
+  // The node's totals (cairn_replication_entries_*_total): each of a's 50 writes reached b
+  // twice, once applied and once an identity tie (D5). Issue 23 part 2 aims at once.
+  EXPECT_EQ(b->cluster().entries_received() - b_received, 100u);
+  EXPECT_EQ(b->cluster().entries_applied() - b_applied, 50u);
+  EXPECT_EQ(b->cluster().entries_duplicate() - b_duplicate, 50u);
 }
 
 // R8, R6, R7: a node that was down catches up from its stored cursors without applying
