@@ -238,6 +238,33 @@ TEST_F(SchemaDeltaTest, R3_ACreateSendsItsTableNotTheCatalog) {
   EXPECT_LE(sent, 4u);
 }
 
+// R3 incremental across a restart: the restarted node's journal starts at the catalog it
+// loaded; its first round is whole (and takes what the peer changed meanwhile), later ones
+// are deltas again.
+TEST_F(SchemaDeltaTest, R3_AfterARestartTheFirstRoundIsWholeThenDeltas) {
+  auto a = NewNode("a"), b = NewNode("b");
+  a->Route(*b);
+  constexpr int kTables = 20;
+  for (int i = 0; i < kTables; ++i) {
+    ASSERT_OK(a->catalog().CreateTable(Spec("shop", absl::StrCat("t", i), {"name"})));
+  }
+  ASSERT_EVENTUALLY([&] { ASSERT_NE(b->Table("shop", absl::StrCat("t", kTables - 1)), nullptr); });
+  ExpectInSync(a.get(), b.get());
+
+  a->Stop();
+  ASSERT_OK(b->catalog().CreateTable(Spec("shop", "from_b", {"sku"})));
+  a->Start();
+  ASSERT_EVENTUALLY([&] { ASSERT_NE(a->Table("shop", "from_b"), nullptr); });
+  ExpectInSync(a.get(), b.get());
+
+  const uint64_t sent_before = a->cluster().schema_tables_sent();
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "after_restart", {"name"})));
+  ASSERT_EVENTUALLY([&] { ASSERT_NE(b->Table("shop", "after_restart"), nullptr); });
+  ExpectInSync(a.get(), b.get());
+  // A delta: the one table (a whole database would be 22).
+  EXPECT_EQ(a->cluster().schema_tables_sent() - sent_before, 1u);
+}
+
 // R3 incremental, no echo: b does not send a the definition it just took from a. Its round
 // after the apply still goes (an empty delta with b's digest), so a's digest check sees b in
 // step.
