@@ -40,14 +40,6 @@
 #include "spdlog/spdlog.h"
 #include "storage/engine.h"
 
-// jemalloc's settings, read when it starts (decision 109; node/CMakeLists.txt links it): pages
-// freed go back to the system after 1 s rather than 10 s, which keeps a loaded node's RSS near
-// glibc's. Overrides the library's weak default; unused under the sanitizers' allocator.
-extern "C" {
-extern const char* malloc_conf;
-const char* malloc_conf = "dirty_decay_ms:1000,muzzy_decay_ms:0";
-}
-
 namespace cairn::node {
 namespace {
 

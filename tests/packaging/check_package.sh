@@ -56,8 +56,6 @@ check "conffiles lists /etc/cairn/cairnd.yaml" \
 check "dpkg-deb -I lists conffiles" grep -qw conffiles "$tmp/info"
 check "postinst present and executable" test -x "$tmp/control/postinst"
 check "Depends mentions adduser" grep -qw adduser "$tmp/depends"
-# The daemon's allocator (decision 109), found by dpkg-shlibdeps.
-check "Depends mentions libjemalloc2" grep -qw libjemalloc2 "$tmp/depends"
 
 if ((failures)); then
   echo "FAIL $failures check(s); Depends: $(cat "$tmp/depends")"
