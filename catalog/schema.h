@@ -180,7 +180,9 @@ struct CatalogSnapshot {
   absl::btree_set<std::pair<std::string, std::string>> dropping;
   // Per database, the sum (mod 2^64) of NameMarkersDigest over the names with markers or
   // attribute markers in it: the schema digest's share of them, kept by every publish
-  // (Catalog::Publish updates the one name it changed), so a digest walks no markers.
+  // (Catalog::Publish updates the one name it changed), so a digest walks no markers. Holds an
+  // entry for every database with a marker or an attribute marker (markers are never
+  // removed), so it also lists them without a walk (replication's SchemaDatabases).
   absl::btree_map<std::string, uint64_t, std::less<>> marker_digests;
 
   // DATABASE_NOT_FOUND / TABLE_NOT_FOUND name what is missing; TABLE_DROPPING for a name

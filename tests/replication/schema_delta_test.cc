@@ -265,6 +265,21 @@ TEST_F(SchemaDeltaTest, R3_AfterARestartTheFirstRoundIsWholeThenDeltas) {
   EXPECT_EQ(a->cluster().schema_tables_sent() - sent_before, 1u);
 }
 
+// R3: a database whose tables are all dropped keeps its markers (C8), and a whole round
+// still describes it (a peer that was away must learn them); the list comes from the kept
+// per-database sums, before and after a restart.
+TEST_F(SchemaDeltaTest, R3_ADatabaseWithOnlyMarkersLeftIsStillDescribed) {
+  auto a = NewNode("a");
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  ASSERT_OK(a->catalog().CreateTable(Spec("crm", "people", {"name"})));
+  ASSERT_OK(a->catalog().DropDatabase("shop").status());
+  ASSERT_EQ(a->catalog().Snapshot()->FindDatabase("shop"), nullptr);
+  EXPECT_THAT(SchemaDatabases(*a->catalog().Snapshot()), ElementsAre("crm", "shop"));
+  a->Stop();
+  a->Start();
+  EXPECT_THAT(SchemaDatabases(*a->catalog().Snapshot()), ElementsAre("crm", "shop"));
+}
+
 // R3 incremental, no echo: b does not send a the definition it just took from a. Its round
 // after the apply still goes (an empty delta with b's digest), so a's digest check sees b in
 // step.
