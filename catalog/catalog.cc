@@ -337,6 +337,8 @@ void Catalog::Publish(const DatabaseLock& lock, absl::string_view table,
   // Only `table`'s markers changed (the caller's promise): keep the database's sum.
   if (!table.empty()) {
     const uint64_t markers_after = NameMarkersDigest(*next, db, table);
+    // A database with a marker always has an entry (replication's SchemaDatabases lists them).
+    if (markers_after != 0) next->marker_digests.try_emplace(db, 0);
     if (markers_after != markers_before) next->marker_digests[db] += markers_after - markers_before;
   }
   SnapshotRef published = PublishLocked(std::move(next));

@@ -80,11 +80,24 @@ std::vector<peer::v1::DbSchema> LinkSession::SchemaRound(const catalog::CatalogS
   if (schema_version != 0 && deltas &&
       cluster_->node()->catalog->ChangesSince(schema_version, snap.version, &changes)) {
     std::vector<peer::v1::DbSchema> out = BuildDeltas(snap, changes, full, options);
-    absl::MutexLock lock(&mu_);
-    for (peer::v1::DbSchema& schema : out) {
-      auto told = peer_states_.find(schema.database());
-      if (told != peer_states_.end()) DropNamesThePeerHolds(told->second, &schema);
+    // No echo: the states are computed outside mu_ (CatalogChanged, on publishes, needs it);
+    // under it only the lookups.
+    std::vector<NameStates> ours(out.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (out[i].delta()) ours[i] = StatesOf(out[i]);
     }
+    std::vector<absl::flat_hash_set<std::string>> held(out.size());
+    {
+      absl::MutexLock lock(&mu_);
+      for (size_t i = 0; i < out.size(); ++i) {
+        // Only while the peer's last digest agreed with ours: a database apart (or with a
+        // skip to retry) may hold what a remembered state no longer describes.
+        if (digest_watch_.contains(out[i].database())) continue;
+        auto told = peer_states_.find(out[i].database());
+        if (told != peer_states_.end()) held[i] = NamesThePeerHolds(told->second, ours[i]);
+      }
+    }
+    for (size_t i = 0; i < out.size(); ++i) DropNames(held[i], &out[i]);
     return out;
   }
   std::vector<peer::v1::DbSchema> out;
@@ -128,6 +141,9 @@ absl::Status LinkSession::ApplySchema(const peer::v1::DbSchema& schema) {
   // digest covers names only, so equal digests do not prove a type or a stamp arrived).
   const bool retry =
       stats.skipped > 0 || (schema.delta() && it != digest_watch_.end() && it->second.retry);
+  // Apart: what the peer told of names may no longer be what it holds (a local-only drop
+  // there sends a name with nothing in it). Forgotten; rebuilt from what it sends next.
+  if (ours != schema.digest() || retry) peer_states_.erase(schema.database());
   if (ours == schema.digest() && !retry) {
     if (it != digest_watch_.end()) digest_watch_.erase(it);
     return absl::OkStatus();

@@ -169,8 +169,18 @@ NameStates StatesOf(const peer::v1::DbSchema& schema) {
   NameStates out;
   std::string bytes;
   for (const peer::v1::PeerTable& t : schema.tables()) {
+    // Attributes in name order: two nodes that made them in different orders hold the same.
+    auto by_name = [](const peer::v1::PeerAttribute& a, const peer::v1::PeerAttribute& b) {
+      return a.name() < b.name();
+    };
     bytes.clear();
-    t.SerializeToString(&bytes);  // no map fields: the same bytes for the same definition
+    if (std::is_sorted(t.attributes().begin(), t.attributes().end(), by_name)) {
+      t.SerializeToString(&bytes);  // no map fields: the same bytes for the same definition
+    } else {
+      peer::v1::PeerTable sorted = t;
+      std::sort(sorted.mutable_attributes()->begin(), sorted.mutable_attributes()->end(), by_name);
+      sorted.SerializeToString(&bytes);
+    }
     out[t.name()] += PartHash("table", bytes, 0);
   }
   for (const peer::v1::PeerMarker& m : schema.markers()) {
@@ -182,24 +192,26 @@ NameStates StatesOf(const peer::v1::DbSchema& schema) {
   return out;
 }
 
-size_t DropNamesThePeerHolds(const NameStates& told, peer::v1::DbSchema* delta) {
-  if (!delta->delta() || told.empty()) return 0;
+absl::flat_hash_set<std::string> NamesThePeerHolds(const NameStates& told, const NameStates& ours) {
   absl::flat_hash_set<std::string> held;
-  for (const auto& [name, state] : StatesOf(*delta)) {
+  for (const auto& [name, state] : ours) {
     auto it = told.find(name);
     if (it != told.end() && it->second == state) held.insert(name);
   }
-  if (held.empty()) return 0;
+  return held;
+}
+
+void DropNames(const absl::flat_hash_set<std::string>& names, peer::v1::DbSchema* delta) {
+  if (!delta->delta() || names.empty()) return;
   auto drop = [&](auto* entries, auto name_of) {
     entries->erase(std::remove_if(entries->begin(), entries->end(),
-                                  [&](const auto& e) { return held.contains(name_of(e)); }),
+                                  [&](const auto& e) { return names.contains(name_of(e)); }),
                    entries->end());
   };
   drop(delta->mutable_tables(), [](const peer::v1::PeerTable& t) { return t.name(); });
   drop(delta->mutable_markers(), [](const peer::v1::PeerMarker& m) { return m.table(); });
   drop(delta->mutable_attribute_markers(),
        [](const peer::v1::PeerAttributeMarker& m) { return m.table(); });
-  return held.size();
 }
 
 uint64_t SchemaDigest(const catalog::CatalogSnapshot& snap, absl::string_view db,

@@ -9,6 +9,7 @@
 #include "absl/container/btree_map.h"
 #include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "cairn/peer/v1/peer.pb.h"
@@ -77,10 +78,12 @@ std::vector<peer::v1::DbSchema> BuildDeltas(const catalog::CatalogSnapshot& snap
 using NameStates = absl::flat_hash_map<std::string, uint64_t>;
 NameStates StatesOf(const peer::v1::DbSchema& schema);
 
-// Takes out of a delta every name whose state in it is the one in `told` (what the peer last
-// sent of that name, StatesOf its DbSchemas): the peer holds it already, so sending it back
-// would be an echo. Returns how many names it took out. A whole DbSchema is left as it is.
-size_t DropNamesThePeerHolds(const NameStates& told, peer::v1::DbSchema* delta);
+// The names of a delta whose state in it (`ours`, StatesOf the delta) is the one in `told`
+// (what the peer last sent of that name, StatesOf its DbSchemas): the peer holds them already,
+// so sending them back would be an echo.
+absl::flat_hash_set<std::string> NamesThePeerHolds(const NameStates& told, const NameStates& ours);
+// Takes those names out of a delta. A whole DbSchema is left as it is.
+void DropNames(const absl::flat_hash_set<std::string>& names, peer::v1::DbSchema* delta);
 
 // A stable 64-bit digest (FNV-1a; the same on every node and build) of the live replicating
 // tables of `db` — names and attribute names, as the sum of their TableDef::names_digest the

@@ -37,6 +37,7 @@ void ExpectSame(const Map& m, const std::map<std::string, int>& model) {
 TEST(PersistentMapTest, BehavesAsAnOrderedMap) {
   const uint64_t seed = testing::TestSeed();
   std::mt19937_64 rng(seed);
+  SCOPED_TRACE(absl::StrCat("CAIRN_TEST_SEED=", seed));
   Map m;
   std::map<std::string, int> model;
   for (int step = 0; step < 20000; ++step) {

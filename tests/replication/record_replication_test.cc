@@ -170,6 +170,7 @@ TEST_F(RecordReplicationTest, R5_APeersOwnWritesAreNotSentBackToIt) {
   };
   const uint64_t a_from_b = received(a.get(), b.get()), a_from_c = received(a.get(), c.get());
   const uint64_t b_from_c = received(b.get(), c.get()), c_from_b = received(c.get(), b.get());
+  const uint64_t b_from_a = received(b.get(), a.get());
   const uint64_t b_received = b->cluster().entries_received();
   const uint64_t b_applied = b->cluster().entries_applied();
   const uint64_t b_duplicate = b->cluster().entries_duplicate();
@@ -183,6 +184,7 @@ TEST_F(RecordReplicationTest, R5_APeersOwnWritesAreNotSentBackToIt) {
     ASSERT_EQ(TableRows(*c, "shop", "orders").size(), 50u);
     ASSERT_EQ(received(b.get(), c.get()) - b_from_c, 50u);
     ASSERT_EQ(received(c.get(), b.get()) - c_from_b, 50u);
+    ASSERT_EQ(received(b.get(), a.get()) - b_from_a, 50u);  // and from a itself
   });
   EXPECT_EQ(received(a.get(), b.get()), a_from_b);
   EXPECT_EQ(received(a.get(), c.get()), a_from_c);
