@@ -141,13 +141,13 @@ absl::Status LinkSession::ApplySchema(const peer::v1::DbSchema& schema) {
   // digest covers names only, so equal digests do not prove a type or a stamp arrived).
   const bool retry =
       stats.skipped > 0 || (schema.delta() && it != digest_watch_.end() && it->second.retry);
-  // Apart: what the peer told of names may no longer be what it holds (a local-only drop
-  // there sends a name with nothing in it). Forgotten; rebuilt from what it sends next.
-  if (ours != schema.digest() || retry) peer_states_.erase(schema.database());
   if (ours == schema.digest() && !retry) {
     if (it != digest_watch_.end()) digest_watch_.erase(it);
     return absl::OkStatus();
   }
+  // Apart: what the peer told of names may no longer be what it holds (a local-only drop
+  // there sends a name with nothing in it). Forgotten; rebuilt from what it sends next.
+  peer_states_.erase(schema.database());
   if (it == digest_watch_.end()) {
     it = digest_watch_.try_emplace(schema.database()).first;
     it->second.since = it->second.next_request = now;
