@@ -226,6 +226,8 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
         }
       }
       s.changed = true;
+      s.origin_seq = e.origin_seq();
+      s.origin_log_id = e.origin_log_id();
       s.next.set_version(e.version());
       s.next.set_origin(e.origin());
       s.next.set_row_generation(e.row_generation());

@@ -336,7 +336,19 @@ bool Cluster::ClaimReceiver(const std::string& peer, const LinkSession* s) {
 void Cluster::ReleaseReceiver(const std::string& peer, const LinkSession* s) {
   absl::MutexLock lock(&mu_);
   auto it = peers_.find(peer);
-  if (it != peers_.end() && it->second.receiver == s) it->second.receiver = nullptr;
+  if (it == peers_.end() || it->second.receiver != s) return;
+  it->second.receiver = nullptr;
+  // Under mu_: a link that claims it next cannot advertise it before this withdrawal.
+  if (origin_book_.Withdraw(peer)) {
+    for (auto& session : sessions_) session->NotifyOrigins();
+  }
+}
+
+void Cluster::UpdateOrigin(const std::string& peer, const std::string& db,
+                           const std::optional<DirectOrigin>& direct) {
+  if (!origin_book_.Update(peer, db, direct)) return;
+  absl::ReaderMutexLock lock(&mu_);
+  for (auto& session : sessions_) session->NotifyOrigins();
 }
 
 void Cluster::OnCommit() {

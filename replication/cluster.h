@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,6 +36,7 @@
 #include "grpcpp/server_builder.h"
 #include "replication/anti_entropy.h"
 #include "replication/clock_bound.h"
+#include "replication/origin_book.h"
 #include "replication/schema_sync.h"
 
 namespace cairn::replication {
@@ -184,7 +186,13 @@ class Cluster {
   Exclusions ExclusionsFor(const std::string& peer) const ABSL_LOCKS_EXCLUDED(mu_);
   // One link per peer applies its records (R6). True if `s` holds (or now took) the claim.
   bool ClaimReceiver(const std::string& peer, const LinkSession* s) ABSL_LOCKS_EXCLUDED(mu_);
+  // Releasing withdraws the peer as a direct origin (OriginBook).
   void ReleaseReceiver(const std::string& peer, const LinkSession* s) ABSL_LOCKS_EXCLUDED(mu_);
+  // Design 0004: the claimed subscription to `peer` applied a batch of `db`; what this node
+  // may now advertise of it as a direct origin (the links then tell their peers).
+  void UpdateOrigin(const std::string& peer, const std::string& db,
+                    const std::optional<DirectOrigin>& direct) ABSL_LOCKS_EXCLUDED(mu_);
+  OriginMap origins() const { return origin_book_.Snapshot(); }
   // R16: checks peers' clocks and stamps; counts refusals.
   ClockBound& clock_bound() { return clock_bound_; }
   const ClockBound& clock_bound() const { return clock_bound_; }
@@ -272,6 +280,7 @@ class Cluster {
   std::atomic<uint64_t> schema_bytes_sent_{0};
   std::atomic<uint64_t> schema_tables_sent_{0};
   ClockBound clock_bound_;
+  OriginBook origin_book_;  // its lock comes after mu_
 
   absl::Mutex membership_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // add_node / remove_node, one at a time
   mutable absl::Mutex mu_;

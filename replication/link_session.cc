@@ -29,6 +29,11 @@ void LinkSession::NotifyCommit() {
   data_hint_ = true;
 }
 
+void LinkSession::NotifyOrigins() {
+  absl::MutexLock lock(&mu_);
+  advert_hint_ = true;
+}
+
 void LinkSession::Cancel() {
   absl::MutexLock lock(&mu_);
   done_ = true;
@@ -68,6 +73,7 @@ absl::StatusOr<bool> LinkSession::ReadHello() {
   // Records need both: a batch is only applicable after its table's schema.
   peer_records_ = peer_schema_ && has(kRecordsCapability);
   peer_echo_ = peer_records_ && has(kEchoCapability);
+  peer_origins_ = peer_records_ && has(kOriginsCapability);
   peer_log_id_ = hello.log_id();
   return true;
 }
@@ -215,6 +221,7 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
   absl::btree_set<std::string> whole;  // databases sent whole this round
   SchemaOptions schema_options;
   uint64_t window = 0;
+  bool advert_due = false;
   catalog::SnapshotRef snap;
   // R11, sender's side; taken before mu_ (Cluster::mu_ comes first).
   schema_options.exclusions = cluster_->ExclusionsFor(peer_);
@@ -225,18 +232,26 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
             +[](LinkSession* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
               return s->done_ || (s->peer_schema_ && s->dirty_) || !s->outbox_.empty() ||
                      s->ack_due_ || s->subscribe_.has_value() || !s->refetch_in_.empty() ||
+                     !s->adverts_in_.empty() ||
+                     (s->advert_hint_ && s->subscribed_ && s->peer_origins_) ||
                      (s->serving_ && s->data_hint_ && s->sent_no_ - s->acked_no_ < kWindow);
             },
             this),
-        absl::Seconds(1));  // also a periodic look for databases created meanwhile
+        // Also a periodic look for databases created meanwhile; sooner while entries are
+        // held for the peer (OriginHolds::Expire).
+        sender->holding() ? kHoldLimit / 4 : absl::Seconds(1));
     if (done_) return false;
     // Taken before dirty_ is cleared below: a change published after it sets dirty_ again
     // and causes exactly one more round (coalescing, R3).
     snap = cluster_->node()->catalog->Snapshot();
     while (!outbox_.empty()) {
+      // Adverts follow this link's Subscribe, each one the changes since the one before.
+      if (outbox_.front().has_subscribe()) advert_told_.clear();
       out.push_back(std::move(outbox_.front()));
       outbox_.pop_front();
     }
+    advert_due = subscribed_ && peer_origins_;  // (cheap when nothing changed)
+    advert_hint_ = false;
     if (ack_due_) {
       out.emplace_back().mutable_ack()->set_batch_no(ack_no_);
       ack_due_ = false;
@@ -255,6 +270,10 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
       dirty_ = true;
     }
     refetch_in_.clear();
+    if (serving_) {
+      for (const peer::v1::OriginAdvert& a : adverts_in_) sender->Advertise(a);
+    }
+    adverts_in_.clear();
     if (std::vector<std::string> due =
             DueSchemaRequests(*snap, schema_options.exclusions, absl::Now());
         !due.empty()) {
@@ -271,6 +290,11 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
   }
   for (const peer::v1::LinkMessage& m : out) {
     if (!stream_->Write(m)) return false;
+  }
+  if (advert_due) {
+    peer::v1::LinkMessage m;
+    *m.mutable_origin_advert() = OriginBook::Diff(cluster_->origins(), peer_, &advert_told_);
+    if (m.origin_advert().origins_size() > 0 && !stream_->Write(m)) return false;
   }
   if (schema_due || (sender->subscribed() && snap->version > *schema_version)) {
     for (peer::v1::DbSchema& schema :
@@ -331,6 +355,7 @@ void LinkSession::WriterLoop() {
   hello.mutable_hello()->add_capabilities(kSchemaCapability);
   hello.mutable_hello()->add_capabilities(kRecordsCapability);
   hello.mutable_hello()->add_capabilities(kEchoCapability);
+  hello.mutable_hello()->add_capabilities(kOriginsCapability);
   hello.mutable_hello()->add_capabilities(kVerifyCapability);
   hello.mutable_hello()->add_capabilities(kAttributeMarkersCapability);
   hello.mutable_hello()->add_capabilities(kSchemaDeltaCapability);
@@ -493,6 +518,8 @@ void LinkSession::ApplierLoop() {
       continue;
     }
     if (!ApplyWithRetry(&receiver, batch)) break;
+    // Before the ack: the peer's next batch may be held for an advert of this one.
+    cluster_->UpdateOrigin(peer_, batch.database(), receiver.Direct(batch.database()));
     absl::MutexLock lock(&mu_);
     ack_no_ = batch.batch_no();
     ack_due_ = true;
@@ -553,6 +580,11 @@ absl::Status LinkSession::Run() {
       case peer::v1::LinkMessage::kRefetch: {
         absl::MutexLock lock(&mu_);
         refetch_in_.push_back(std::move(*m.mutable_refetch()));
+        break;
+      }
+      case peer::v1::LinkMessage::kOriginAdvert: {
+        absl::MutexLock lock(&mu_);
+        adverts_in_.push_back(std::move(*m.mutable_origin_advert()));
         break;
       }
       case peer::v1::LinkMessage::kAck: {

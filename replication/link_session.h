@@ -40,6 +40,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cairn/peer/v1/peer.pb.h"
+#include "replication/origin_book.h"
 #include "replication/record_stream.h"
 #include "replication/schema_sync.h"
 
@@ -56,6 +57,8 @@ inline constexpr char kEchoCapability[] = "records.echo.v1";
 inline constexpr char kAttributeMarkersCapability[] = "schema.attribute_markers.v1";
 // DbSchema deltas and SchemaRequest (R3, incremental).
 inline constexpr char kSchemaDeltaCapability[] = "schema.delta.v1";
+// OriginAdvert, ChangeBatch.cursor_seq and origin_gap (design 0004, one copy of each write).
+inline constexpr char kOriginsCapability[] = "records.origins.v1";
 // Unacknowledged ChangeBatches a sender keeps in flight per link (R12).
 inline constexpr uint64_t kWindow = 8;
 // How long a database's digest may differ from the peer's before this end asks for the
@@ -111,6 +114,9 @@ class LinkSession {
   void CatalogChanged() ABSL_LOCKS_EXCLUDED(mu_);
   // A commit moved the change log: the writer looks for entries to send.
   void NotifyCommit() ABSL_LOCKS_EXCLUDED(mu_);
+  // The origins this node receives directly changed (Cluster::origins): the link holding
+  // this node's subscription to the peer tells it (OriginAdvert).
+  void NotifyOrigins() ABSL_LOCKS_EXCLUDED(mu_);
   // What this link received and applied (meaningful on the peer's claimed link).
   ReceiveStats receive_stats() ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
@@ -189,6 +195,11 @@ class LinkSession {
   // Records, receiving side.
   bool peer_records_ ABSL_GUARDED_BY(mu_) = false;  // the peer speaks records.v1
   bool peer_echo_ ABSL_GUARDED_BY(mu_) = false;     // ... and records.echo.v1
+  bool peer_origins_ ABSL_GUARDED_BY(mu_) = false;  // ... and records.origins.v1
+  bool advert_hint_ ABSL_GUARDED_BY(mu_) = false;   // the origins changed (NotifyOrigins)
+  // What this link told the peer of the origins this node receives directly, since the
+  // Subscribe it sent (OriginBook::Diff). The writer's alone.
+  OriginMap advert_told_;
   uint64_t peer_log_id_ ABSL_GUARDED_BY(mu_) = 0;
   bool subscribed_ ABSL_GUARDED_BY(mu_) = false;  // this link holds the peer's claim
   std::deque<peer::v1::LinkMessage> outbox_ ABSL_GUARDED_BY(mu_);  // Subscribe, for the writer
@@ -198,8 +209,9 @@ class LinkSession {
   ReceiveStats receive_stats_ ABSL_GUARDED_BY(mu_);
 
   // Records, sending side.
-  std::optional<peer::v1::Subscribe> subscribe_ ABSL_GUARDED_BY(mu_);  // the peer's, unserved
-  std::vector<peer::v1::Refetch> refetch_in_ ABSL_GUARDED_BY(mu_);     // the peer's, unserved
+  std::optional<peer::v1::Subscribe> subscribe_ ABSL_GUARDED_BY(mu_);    // the peer's, unserved
+  std::vector<peer::v1::Refetch> refetch_in_ ABSL_GUARDED_BY(mu_);       // the peer's, unserved
+  std::vector<peer::v1::OriginAdvert> adverts_in_ ABSL_GUARDED_BY(mu_);  // the peer's, unserved
   bool refetch_check_ ABSL_GUARDED_BY(mu_) = false;  // the catalog changed: new refetches?
   bool serving_ ABSL_GUARDED_BY(mu_) = false;        // the peer subscribed on this link
   bool data_hint_ ABSL_GUARDED_BY(mu_) = true;       // maybe something to send

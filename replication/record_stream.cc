@@ -43,11 +43,17 @@ void RowEntry(const std::string& table, absl::string_view encoded_pk, StoredReco
 
 LogSender::LogSender(catalog::LocalNode* node, std::string peer, Exclusions exclusions,
                      StreamLimits limits)
-    : node_(node), peer_(std::move(peer)), exclusions_(std::move(exclusions)), limits_(limits) {}
+    : node_(node),
+      self_(node->records->node_name()),
+      peer_(std::move(peer)),
+      exclusions_(std::move(exclusions)),
+      limits_(limits),
+      holds_(limits.hold_limit) {}
 
 void LogSender::Subscribe(const peer::v1::Subscribe& subscribe) {
   subscribed_ = true;
   dbs_.clear();
+  holds_.Clear();
   dbs_version_ = UINT64_MAX;
   refetch_.clear();
   for (const std::string& t : subscribe.exclude()) {  // R11: what the subscriber does not ask
@@ -60,7 +66,7 @@ void LogSender::Subscribe(const peer::v1::Subscribe& subscribe) {
     if (c.has_copy()) {
       state.copy = c.copy();  // resume the full copy where it stopped (R7)
     } else {
-      state.sent_seq = c.seq();
+      state.sent_seq = state.reported_cursor = c.seq();
     }
   }
   for (const peer::v1::TableRefetch& r : subscribe.refetch()) {
@@ -76,7 +82,7 @@ absl::btree_map<std::string, uint64_t> LogSender::Needs() const {
     if (state.copy.has_value()) {
       out[db] = state.copy->target_seq() + 1;
     } else if (state.started) {
-      out[db] = state.sent_seq + 1;
+      out[db] = holds_.CursorFor(db, state.sent_seq) + 1;  // held entries too
     }
   }
   return out;
@@ -136,6 +142,7 @@ bool LogSender::StartCopy(const catalog::CatalogSnapshot& snap, const std::strin
   copy.set_rows_total(total);
   state->copy = std::move(copy);
   state->started = true;
+  holds_.ResetDatabase(db);  // the copy carries every row
   spdlog::info("[{}] full copy of '{}' to a peer: {} row(s) through seq {} (R7)",
                node_->records->node_name(), db, total, state->copy->target_seq());
   return true;
@@ -206,7 +213,7 @@ absl::StatusOr<bool> LogSender::NextCopy(const catalog::CatalogSnapshot& snap,
   }
   *out->mutable_copy() = copy;
   if (copy.done()) {
-    state->sent_seq = copy.target_seq();
+    state->sent_seq = state->reported_cursor = copy.target_seq();
     state->copy.reset();
   }
   return true;
@@ -221,6 +228,7 @@ absl::StatusOr<bool> LogSender::CopyInstead(const catalog::CatalogSnapshot& snap
 
 absl::StatusOr<bool> LogSender::NextLog(const catalog::CatalogSnapshot& snap, const std::string& db,
                                         Db* state, peer::v1::ChangeBatch* out) {
+  if (std::optional<uint64_t> rewind = holds_.Begin(db)) state->sent_seq = *rewind;  // a replay
   const uint64_t committed = node_->log->CommittedSeq(db);
   if (state->sent_seq > committed) {
     // R15: the peer has passed numbers this log never committed (it lost a tail, or runs on
@@ -229,7 +237,18 @@ absl::StatusOr<bool> LogSender::NextLog(const catalog::CatalogSnapshot& snap, co
                  node_->records->node_name(), db, state->sent_seq, committed);
     return CopyInstead(snap, db, state, out);
   }
-  if (committed == state->sent_seq) return false;
+  if (committed == state->sent_seq) {
+    // Nothing new, but the peer may now cover what was held: it stores the cursor.
+    if (!holds_.advertised() || holds_.CursorFor(db, state->sent_seq) <= state->reported_cursor) {
+      return false;
+    }
+    out->set_database(db);
+    out->set_last_seq(state->sent_seq);
+    out->set_head_seq(committed);
+    state->reported_cursor = holds_.CursorFor(db, state->sent_seq);
+    out->set_cursor_seq(state->reported_cursor);
+    return true;
+  }
   const uint64_t from = state->sent_seq + 1;
   if (from <= node_->log->TrimmedThrough(db)) {
     // The peer's cursor fell out of retention (R12): a full copy instead (R7).
@@ -245,6 +264,7 @@ absl::StatusOr<bool> LogSender::NextLog(const catalog::CatalogSnapshot& snap, co
     ChangeEntry entry;
     uint64_t generation;  // of its table in `snap`; 0: not there (or not replicating)
   };
+  bool origin_gap = false;  // an entry of this node's own left out (ChangeBatch.origin_gap)
   std::vector<Read> reads;
   std::vector<std::string> keys;
   std::vector<size_t> keyed;  // index into reads of each key
@@ -262,8 +282,21 @@ absl::StatusOr<bool> LogSender::NextLog(const catalog::CatalogSnapshot& snap, co
       // Excluded (R11) or the peer's own writes, which it holds (peer_): relaying them back
       // doubled every link's traffic. Not for this peer, whatever the catalog says. Except in
       // a table the peer dropped locally (decision 86).
-      if (Excluded(db, e.table())) continue;
+      const bool own = e.origin() == self_;
+      if (Excluded(db, e.table())) {
+        origin_gap |= own;
+        continue;
+      }
       if (e.origin() == peer_ && !echo_.contains(std::make_pair(db, e.table()))) continue;
+      // Design 0004: the peer gets it from its origin (or it was sent before a replay).
+      if (holds_.Classify(db, last, e.origin(), own, e.origin_seq(), e.origin_log_id()) !=
+          OriginHolds::Verdict::kSend) {
+        continue;
+      }
+      if (own) {  // where it sits in this node's log, for the peer's adverts
+        e.set_origin_seq(last);
+        e.set_origin_log_id(node_->log->log_id());
+      }
       auto def = snap.FindTable(db, e.table());
       Read r{last, std::move(e), def.ok() && (*def)->replicate() ? (*def)->generation_id() : 0};
       if (r.generation != 0) {
@@ -309,7 +342,14 @@ absl::StatusOr<bool> LogSender::NextLog(const catalog::CatalogSnapshot& snap, co
     if (rows[i].has_value()) continue;
     if (live == nullptr) live = node_->catalog->Snapshot();
     const uint64_t now = LiveGeneration(*live, db, reads[i].entry.table());
-    if (now == 0 || reads[i].generation == now) continue;
+    if (now == 0) {
+      // Gone here (a node-local table, C11, is no gap: nobody relays it). A write of this
+      // node's own not sent: the peer cannot count on this origin for it (decision 86).
+      origin_gap |=
+          reads[i].entry.origin() == self_ && !live->FindTable(db, reads[i].entry.table()).ok();
+      continue;
+    }
+    if (reads[i].generation == now) continue;  // superseded by a later entry of the key
     stale_snapshot_ = true;
     last = reads[i].seq - 1;
     reads.resize(i);
@@ -317,13 +357,24 @@ absl::StatusOr<bool> LogSender::NextLog(const catalog::CatalogSnapshot& snap, co
   }
   if (last < from) return false;  // the first entry needs a newer snapshot
   for (size_t i = 0; i < reads.size(); ++i) {
-    if (rows[i].has_value())
-      RowEntry(reads[i].entry.table(), reads[i].entry.key(), &*rows[i], out->add_entries());
+    if (!rows[i].has_value()) continue;
+    ChangeEntry* e = out->add_entries();
+    RowEntry(reads[i].entry.table(), reads[i].entry.key(), &*rows[i], e);
+    if (reads[i].entry.origin_seq() != 0) {
+      e->set_origin_seq(reads[i].entry.origin_seq());
+      e->set_origin_log_id(reads[i].entry.origin_log_id());
+    }
   }
+  holds_.Commit(db, last);
   out->set_database(db);
   out->set_last_seq(last);
   out->set_head_seq(committed);
+  out->set_origin_gap(origin_gap);
   state->sent_seq = last;
+  if (holds_.advertised()) {
+    state->reported_cursor = holds_.CursorFor(db, last);  // never decreases (OriginHolds (2))
+    out->set_cursor_seq(state->reported_cursor);
+  }
   return true;
 }
 
@@ -350,6 +401,7 @@ absl::StatusOr<bool> LogSender::NextRefetch(const catalog::CatalogSnapshot& snap
 absl::StatusOr<bool> LogSender::Next(const catalog::CatalogSnapshot& snap,
                                      peer::v1::ChangeBatch* out) {
   if (!subscribed_ || stale_snapshot_) return false;
+  holds_.Expire();
   // Databases the peer has not heard of get a full copy (R7): every database this node
   // describes (SchemaDatabases) and every one it has logged. A database gets its first log
   // entry only after a table of it was created, so a new one comes with a new snapshot.
@@ -413,6 +465,8 @@ absl::StatusOr<peer::v1::Subscribe> ReceiverState::BuildSubscribe() {
     // does not make this node look behind by the peer's whole log.
     DbProgress& p = progress_[c->database()];
     p.cursor = p.head = cursor.seq();
+    // The peer sends every entry of its own after the cursor (OriginAdvert since).
+    if (!cursor.has_copy()) p.since = p.high = cursor.seq();
   }
   CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
   for (const std::string& t : exclusions_.List()) sub.add_exclude(t);
@@ -494,8 +548,13 @@ absl::Status ReceiverState::Apply(const peer::v1::ChangeBatch& batch,
     cursor->set_log_id(peer_log_id_);
     if (batch.has_copy() && !batch.copy().done()) {
       *cursor->mutable_copy() = batch.copy();
+    } else if (batch.has_copy()) {
+      cursor->set_seq(batch.copy().target_seq());
     } else {
-      cursor->set_seq(batch.has_copy() ? batch.copy().target_seq() : batch.last_seq());
+      // The sender may hold entries back before last_seq (design 0004): a resubscription
+      // starts before them.
+      cursor->set_seq(batch.has_cursor_seq() ? std::min(batch.cursor_seq(), batch.last_seq())
+                                             : batch.last_seq());
     }
   }
   std::vector<ChangeEntry> parked;  // R17: filled by ApplyPeerEntries before extra runs
@@ -552,7 +611,25 @@ absl::Status ReceiverState::Apply(const peer::v1::ChangeBatch& batch,
       p.cursor = cursor->seq();
     }
   }
+  // What this node can advertise of the peer as an origin (Direct).
+  if (batch.has_copy()) {
+    p.streaming = batch.copy().done();
+    p.since = p.high = batch.copy().target_seq();
+  } else if (!batch.has_refetch()) {
+    p.cursor = std::max(p.cursor, batch.last_seq());  // lag: where the stream is
+    p.high = std::max(p.high, batch.last_seq());
+    p.streaming = true;
+    // The peer left some of its own writes out: from here on only (OriginAdvert since).
+    if (batch.origin_gap()) p.since = p.high;
+  }
   return absl::OkStatus();
+}
+
+std::optional<DirectOrigin> ReceiverState::Direct(const std::string& db) const {
+  auto it = progress_.find(db);
+  // Tables of `db` this route leaves out come from elsewhere (R11).
+  if (it == progress_.end() || !it->second.streaming || exclusions_.AnyIn(db)) return std::nullopt;
+  return DirectOrigin{peer_log_id_, it->second.since, it->second.high};
 }
 
 ReceiveStats ReceiverState::Stats(absl::Time now) const {

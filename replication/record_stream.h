@@ -37,6 +37,7 @@
 #include "absl/time/time.h"
 #include "cairn/peer/v1/peer.pb.h"
 #include "catalog/local_node.h"
+#include "replication/origin_holds.h"
 #include "replication/parking.h"
 #include "replication/schema_sync.h"
 
@@ -48,6 +49,7 @@ inline constexpr uint64_t kRefetchShare = 4;
 struct StreamLimits {
   size_t max_entries = 1000;   // per ChangeBatch
   size_t max_bytes = 1 << 20;  // of record bodies per ChangeBatch (a bigger row goes alone)
+  absl::Duration hold_limit = kHoldLimit;  // OriginHolds
 };
 
 class LogSender {
@@ -68,6 +70,10 @@ class LogSender {
 
   // R14: the peer asks again for every row of these tables (queued behind earlier ones).
   void Refetch(const peer::v1::Refetch& refetch);
+  // Design 0004: the origins the peer receives directly (OriginHolds).
+  void Advertise(const peer::v1::OriginAdvert& advert) { holds_.Advertise(advert); }
+  // Entries are held for the peer: the caller calls Next again within the hold limit.
+  bool holding() const { return holds_.holding(); }
 
   // Per database, the first log entry this peer still needs: after its cursor, or after a
   // full copy's target (the copy's tail). The log keeps them while it can (R17, Trim).
@@ -80,7 +86,8 @@ class LogSender {
 
  private:
   struct Db {
-    uint64_t sent_seq = 0;                          // log position sent through
+    uint64_t sent_seq = 0;         // log position sent through
+    uint64_t reported_cursor = 0;  // the peer's stored cursor as of the last batch (cursor_seq)
     std::optional<storage::v1::CopyPosition> copy;  // a full copy in progress
     bool started = false;                           // copy or cursor decided
   };
@@ -113,6 +120,7 @@ class LogSender {
                                    peer::v1::ChangeBatch* out);
 
   catalog::LocalNode* const node_;
+  const std::string self_;  // this node's name: the origin of its own writes
   // The log stream skips the entries this peer wrote itself: it holds them already (its
   // store keeps every write it acknowledged for as long as its log id lasts; a rebuilt or
   // restored node has a new log id and no cursors, so it gets full copies, decision 51).
@@ -120,6 +128,8 @@ class LogSender {
   const std::string peer_;
   Exclusions exclusions_;
   const StreamLimits limits_;
+  // Entries the peer gets from their origin directly (design 0004): skipped, held, replayed.
+  OriginHolds holds_;
   bool subscribed_ = false;
   absl::btree_map<std::string, Db> dbs_;
   uint64_t dbs_version_ = UINT64_MAX;  // the catalog version dbs_ was last completed from
@@ -151,6 +161,18 @@ struct ReceiveStats {
   std::string oldest_parked_table;
 };
 
+// Design 0004: this node receives every entry of the peer's own in `db` with an origin
+// sequence number above `since` directly from it, and has applied them through `seq`
+// (peer::v1::OriginAdvert.Origin).
+struct DirectOrigin {
+  uint64_t log_id = 0;
+  uint64_t since = 0;
+  uint64_t seq = 0;
+  bool operator==(const DirectOrigin& o) const {
+    return log_id == o.log_id && since == o.since && seq == o.seq;
+  }
+};
+
 class ReceiverState {
  public:
   ReceiverState(catalog::LocalNode* node, std::string peer, uint64_t peer_log_id,
@@ -177,6 +199,10 @@ class ReceiverState {
   uint64_t parked() const { return parking_.count(); }
 
   ReceiveStats Stats(absl::Time now) const;
+  // What this node may advertise of the peer as an origin in `db` (design 0004): set once a
+  // log batch of it arrived on this subscription (a full copy first: once that is done), and
+  // only if this route excludes no table of it (R11).
+  std::optional<DirectOrigin> Direct(const std::string& db) const;
 
  private:
   struct DbProgress {
@@ -186,6 +212,11 @@ class ReceiverState {
     std::optional<storage::v1::CopyPosition> copy;
     absl::Time copy_started;
     uint64_t copy_rows_at_start = 0;
+    // Direct: a log batch arrived since the subscription (or a full copy ended); every entry
+    // of the peer's own above `since` came in a log batch, through `high`.
+    bool streaming = false;
+    uint64_t since = 0;
+    uint64_t high = 0;
   };
 
   catalog::LocalNode* const node_;

@@ -158,6 +158,10 @@ absl::StatusOr<storage::ChangeLog::Reservation> EmitSlots(storage::Engine* engin
     e.set_origin(s.next.origin());
     e.set_row_generation(s.next.row_generation());
     e.set_logged_ms(logged_ms);
+    if (s.origin_seq != 0) {
+      e.set_origin_seq(s.origin_seq);
+      e.set_origin_log_id(s.origin_log_id);
+    }
     // No record body: it is in the records family (see ChangeEntry in records.proto).
     entries.push_back(std::move(e));
   }

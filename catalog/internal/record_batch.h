@@ -65,6 +65,10 @@ struct Slot {
   // when the write needs no merge (no copy on the common insert path).
   bool changed = false;
   storage::v1::StoredRecord next;
+  // Where `next` sits in its origin's log, when a peer's entry put it here (ChangeEntry
+  // origin_seq / origin_log_id; 0: a local write or unknown). Logged with it.
+  uint64_t origin_seq = 0;
+  uint64_t origin_log_id = 0;
   nlohmann::json next_owned;
   const nlohmann::json* next_json = nullptr;
   bool live() const { return changed ? !next.deleted() : original_live; }

@@ -1,0 +1,69 @@
+#include "replication/origin_book.h"
+
+namespace cairn::replication {
+
+bool OriginBook::Update(const std::string& origin, const std::string& db,
+                        const std::optional<DirectOrigin>& direct) {
+  absl::MutexLock lock(&mu_);
+  OriginKey key(db, origin);
+  auto it = origins_.find(key);
+  if (!direct.has_value()) {
+    if (it == origins_.end()) return false;
+    origins_.erase(it);
+    return true;
+  }
+  if (it != origins_.end() && it->second == *direct) return false;
+  origins_[std::move(key)] = *direct;
+  return true;
+}
+
+bool OriginBook::Withdraw(const std::string& origin) {
+  absl::MutexLock lock(&mu_);
+  bool changed = false;
+  for (auto it = origins_.begin(); it != origins_.end();) {
+    if (it->first.second == origin) {
+      it = origins_.erase(it);
+      changed = true;
+    } else {
+      ++it;
+    }
+  }
+  return changed;
+}
+
+OriginMap OriginBook::Snapshot() const {
+  absl::MutexLock lock(&mu_);
+  return origins_;
+}
+
+peer::v1::OriginAdvert OriginBook::Diff(const OriginMap& now, const std::string& peer,
+                                        OriginMap* told) {
+  peer::v1::OriginAdvert out;
+  for (auto it = told->begin(); it != told->end();) {
+    if (now.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    peer::v1::OriginAdvert::Origin* o = out.add_origins();
+    o->set_database(it->first.first);
+    o->set_origin(it->first.second);
+    o->set_direct(false);
+    it = told->erase(it);
+  }
+  for (const auto& [key, direct] : now) {
+    if (key.second == peer) continue;  // its own writes it sends anyway
+    auto it = told->find(key);
+    if (it != told->end() && it->second == direct) continue;
+    peer::v1::OriginAdvert::Origin* o = out.add_origins();
+    o->set_database(key.first);
+    o->set_origin(key.second);
+    o->set_log_id(direct.log_id);
+    o->set_since(direct.since);
+    o->set_seq(direct.seq);
+    o->set_direct(true);
+    (*told)[key] = direct;
+  }
+  return out;
+}
+
+}  // namespace cairn::replication
