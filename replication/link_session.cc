@@ -238,8 +238,10 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
             },
             this),
         // Also a periodic look for databases created meanwhile; sooner while entries are
-        // held for the peer (OriginHolds::Expire).
-        sender->holding() ? kHoldLimit / 4 : absl::Seconds(1));
+        // held for the peer (OriginHolds::Expire) or an advert waits.
+        advert_deferred_    ? kAdvertInterval
+        : sender->holding() ? kHoldLimit / 4
+                            : absl::Seconds(1));
     if (done_) return false;
     // Taken before dirty_ is cleared below: a change published after it sets dirty_ again
     // and causes exactly one more round (coalescing, R3).
@@ -292,9 +294,18 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
     if (!stream_->Write(m)) return false;
   }
   if (advert_due) {
+    OriginMap told = advert_told_;
+    bool urgent = false;
     peer::v1::LinkMessage m;
-    *m.mutable_origin_advert() = OriginBook::Diff(cluster_->origins(), peer_, &advert_told_);
-    if (m.origin_advert().origins_size() > 0 && !stream_->Write(m)) return false;
+    *m.mutable_origin_advert() = OriginBook::Diff(cluster_->origins(), peer_, &told, &urgent);
+    const absl::Time now = absl::Now();
+    advert_deferred_ =
+        m.origin_advert().origins_size() > 0 && !urgent && now - advert_sent_at_ < kAdvertInterval;
+    if (m.origin_advert().origins_size() > 0 && !advert_deferred_) {
+      if (!stream_->Write(m)) return false;
+      advert_told_ = std::move(told);
+      advert_sent_at_ = now;
+    }
   }
   if (schema_due || (sender->subscribed() && snap->version > *schema_version)) {
     for (peer::v1::DbSchema& schema :

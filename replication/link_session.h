@@ -59,6 +59,9 @@ inline constexpr char kAttributeMarkersCapability[] = "schema.attribute_markers.
 inline constexpr char kSchemaDeltaCapability[] = "schema.delta.v1";
 // OriginAdvert, ChangeBatch.cursor_seq and origin_gap (design 0004, one copy of each write).
 inline constexpr char kOriginsCapability[] = "records.origins.v1";
+// An advert that only moves origins' `seq` goes at most this often per link (a withdrawal or
+// a new `since` goes at once): each one may cost the peer a batch that moves the cursor.
+inline constexpr absl::Duration kAdvertInterval = absl::Milliseconds(10);
 // Unacknowledged ChangeBatches a sender keeps in flight per link (R12).
 inline constexpr uint64_t kWindow = 8;
 // How long a database's digest may differ from the peer's before this end asks for the
@@ -198,8 +201,10 @@ class LinkSession {
   bool peer_origins_ ABSL_GUARDED_BY(mu_) = false;  // ... and records.origins.v1
   bool advert_hint_ ABSL_GUARDED_BY(mu_) = false;   // the origins changed (NotifyOrigins)
   // What this link told the peer of the origins this node receives directly, since the
-  // Subscribe it sent (OriginBook::Diff). The writer's alone.
+  // Subscribe it sent (OriginBook::Diff), and when. The writer's alone.
   OriginMap advert_told_;
+  absl::Time advert_sent_at_ = absl::InfinitePast();
+  bool advert_deferred_ = false;  // an advert of seq moves only waits for kAdvertInterval
   uint64_t peer_log_id_ ABSL_GUARDED_BY(mu_) = 0;
   bool subscribed_ ABSL_GUARDED_BY(mu_) = false;  // this link holds the peer's claim
   std::deque<peer::v1::LinkMessage> outbox_ ABSL_GUARDED_BY(mu_);  // Subscribe, for the writer

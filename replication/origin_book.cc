@@ -37,8 +37,9 @@ OriginMap OriginBook::Snapshot() const {
 }
 
 peer::v1::OriginAdvert OriginBook::Diff(const OriginMap& now, const std::string& peer,
-                                        OriginMap* told) {
+                                        OriginMap* told, bool* urgent) {
   peer::v1::OriginAdvert out;
+  bool changed = false;
   for (auto it = told->begin(); it != told->end();) {
     if (now.contains(it->first)) {
       ++it;
@@ -48,12 +49,17 @@ peer::v1::OriginAdvert OriginBook::Diff(const OriginMap& now, const std::string&
     o->set_database(it->first.first);
     o->set_origin(it->first.second);
     o->set_direct(false);
+    changed = true;
     it = told->erase(it);
   }
   for (const auto& [key, direct] : now) {
     if (key.second == peer) continue;  // its own writes it sends anyway
     auto it = told->find(key);
     if (it != told->end() && it->second == direct) continue;
+    if (it == told->end() || it->second.since != direct.since ||
+        it->second.log_id != direct.log_id) {
+      changed = true;
+    }
     peer::v1::OriginAdvert::Origin* o = out.add_origins();
     o->set_database(key.first);
     o->set_origin(key.second);
@@ -63,6 +69,7 @@ peer::v1::OriginAdvert OriginBook::Diff(const OriginMap& now, const std::string&
     o->set_direct(true);
     (*told)[key] = direct;
   }
+  if (urgent != nullptr) *urgent = changed;
   return out;
 }
 

@@ -31,9 +31,11 @@ class OriginBook {
   OriginMap Snapshot() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // What to tell `peer` after having told it `*told` (updated): every origin but the peer
-  // itself, changes and withdrawals only. Empty: nothing changed.
-  static peer::v1::OriginAdvert Diff(const OriginMap& now, const std::string& peer,
-                                     OriginMap* told);
+  // itself, changes and withdrawals only. Empty: nothing changed. `*urgent` (when given):
+  // something other than an origin's `seq` moved (a withdrawal, a new origin, since or log
+  // id): the peer may be holding entries it must now send.
+  static peer::v1::OriginAdvert Diff(const OriginMap& now, const std::string& peer, OriginMap* told,
+                                     bool* urgent = nullptr);
 
  private:
   mutable absl::Mutex mu_;

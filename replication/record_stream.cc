@@ -228,6 +228,19 @@ absl::StatusOr<bool> LogSender::CopyInstead(const catalog::CatalogSnapshot& snap
 
 absl::StatusOr<bool> LogSender::NextLog(const catalog::CatalogSnapshot& snap, const std::string& db,
                                         Db* state, peer::v1::ChangeBatch* out) {
+  // A read whose every entry the peer gets from its origin (design 0004) moves neither the
+  // peer's rows nor its cursor: it is not sent, and the stream reads on.
+  for (int read = 0; read < 16; ++read) {
+    bool silent = false;
+    CAIRN_ASSIGN_OR_RETURN(bool produced, ReadLog(snap, db, state, out, &silent));
+    if (!silent) return produced;
+    out->Clear();
+  }
+  return false;
+}
+
+absl::StatusOr<bool> LogSender::ReadLog(const catalog::CatalogSnapshot& snap, const std::string& db,
+                                        Db* state, peer::v1::ChangeBatch* out, bool* silent) {
   if (std::optional<uint64_t> rewind = holds_.Begin(db)) state->sent_seq = *rewind;  // a replay
   const uint64_t committed = node_->log->CommittedSeq(db);
   if (state->sent_seq > committed) {
@@ -372,8 +385,10 @@ absl::StatusOr<bool> LogSender::NextLog(const catalog::CatalogSnapshot& snap, co
   out->set_origin_gap(origin_gap);
   state->sent_seq = last;
   if (holds_.advertised()) {
-    state->reported_cursor = holds_.CursorFor(db, last);  // never decreases (OriginHolds (2))
-    out->set_cursor_seq(state->reported_cursor);
+    const uint64_t cursor = holds_.CursorFor(db, last);  // never decreases (OriginHolds (2))
+    *silent = out->entries_size() == 0 && !origin_gap && cursor == state->reported_cursor;
+    state->reported_cursor = cursor;
+    out->set_cursor_seq(cursor);
   }
   return true;
 }

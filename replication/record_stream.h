@@ -116,6 +116,10 @@ class LogSender {
                                 Db* state, peer::v1::ChangeBatch* out);
   absl::StatusOr<bool> NextLog(const catalog::CatalogSnapshot& snap, const std::string& db,
                                Db* state, peer::v1::ChangeBatch* out);
+  // One read of NextLog. `*silent`: it produced a batch the peer does not need (no entries,
+  // no gap, its cursor unmoved); the stream has moved past it all the same.
+  absl::StatusOr<bool> ReadLog(const catalog::CatalogSnapshot& snap, const std::string& db,
+                               Db* state, peer::v1::ChangeBatch* out, bool* silent);
   absl::StatusOr<bool> NextRefetch(const catalog::CatalogSnapshot& snap,
                                    peer::v1::ChangeBatch* out);
 
