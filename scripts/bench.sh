@@ -33,6 +33,7 @@ if [ "$quick" = 1 ]; then
   ceiling=(--seconds 0.3)
   node=(--seconds 0.3)
   replication=(--records 3000 --seconds 1 --catchup 2000)
+  handover=(--cut-seconds 1 --window 1)
   copy=(--records 5000)
   cluster=(--repeats 2 --records 2000)
   drop=(--rounds 2)
@@ -41,7 +42,7 @@ if [ "$quick" = 1 ]; then
   search=(--records 3000 --runs 1)
   schema=(--tables 100 --bucket 50 --sample 5)
 else
-  ceiling=() node=() replication=() copy=() cluster=() drop=() verify=() strip=() search=()
+  ceiling=() node=() replication=() handover=() copy=() cluster=() drop=() verify=() strip=() search=()
   schema=(--tables 2000 --bucket 500)
 fi
 
@@ -57,6 +58,7 @@ run() {
 run ceiling "${ceiling[@]}"
 run node "${node[@]}"
 run replication --series "$out" "${replication[@]}"
+run handover "${handover[@]}"
 run copy --series "$out" "${copy[@]}"
 run cluster "${cluster[@]}"
 run drop --series "$out" "${drop[@]}"

@@ -1,10 +1,10 @@
 // bench_report: merges the JSON of one scripts/bench.sh run (ceiling_bench, node_bench,
-// replication_bench, copy_bench, cluster_bench, drop_bench, verify_bench, strip_bench,
-// search_bench, schema_bench, each in DIR/<name>.json) into
-// DIR/bench-results.json, and prints the table of every figure beside its aim (issue 7) and
-// its share of this machine's ceiling measured in the same run. The table is Markdown, so
-// the README's "Performance" section can show it as printed (it is also in
-// DIR/bench-results.md). A benchmark whose JSON is missing is reported as not run.
+// replication_bench, handover_bench, copy_bench, cluster_bench, drop_bench, verify_bench,
+// strip_bench, search_bench, schema_bench, each in DIR/<name>.json) into DIR/bench-results.json,
+// and prints the table of every figure beside its aim (issue 7) and its share of this machine's
+// ceiling measured in the same run. The table is Markdown, so the README's "Performance" section
+// can show it as printed (it is also in DIR/bench-results.md). A benchmark whose JSON is missing is
+// reported as not run.
 //
 //   bench_report DIR
 
@@ -76,7 +76,8 @@ int main(int argc, char** argv) {
   const json ceiling = Load(dir, "ceiling"), node = Load(dir, "node"),
              replication = Load(dir, "replication"), copy = Load(dir, "copy"),
              cluster = Load(dir, "cluster"), drop = Load(dir, "drop"), verify = Load(dir, "verify"),
-             strip = Load(dir, "strip"), search = Load(dir, "search"), schema = Load(dir, "schema");
+             strip = Load(dir, "strip"), search = Load(dir, "search"), schema = Load(dir, "schema"),
+             handover = Load(dir, "handover");
 
   const std::optional<double> storage_batch = At(ceiling, "/storage/batch100_records_per_s");
   const std::optional<double> storage_single = At(ceiling, "/storage/single_records_per_s");
@@ -121,6 +122,16 @@ int main(int argc, char** argv) {
                   true, storage_by_3, "RocksDB batches / 3 nodes"});
   rows.push_back({"b", "(gRPC stream ceiling, 2 streams)", grpc2, "records/s", std::nullopt, true,
                   std::nullopt, ""});
+  // Issue 23 part 2 (design 0004): each write reaches each peer once in a full mesh.
+  rows.push_back({"b", "  entries received per entry applied on the peers",
+                  At(replication, "/throughput/entries_received_per_applied"), "copies", 1.01,
+                  false, std::nullopt, ""});
+  rows.push_back({"l", "a direct link cut at 1k writes/s: first write seen through the relay",
+                  At(handover, "/cut/first_ms"), "ms", 1000, false, std::nullopt, ""});
+  rows.push_back({"l", "  writes seen through the relay while cut, p99",
+                  At(handover, "/cut/p99_ms"), "ms", std::nullopt, false, std::nullopt, ""});
+  rows.push_back({"l", "  copies per write on the cut node once the link is back",
+                  At(handover, "/copies_after"), "copies", 1.01, false, std::nullopt, ""});
   rows.push_back({"c", "time to visible on a peer at 1k writes/s, p50",
                   At(replication, "/visibility/p50_ms"), "ms", std::nullopt, false, std::nullopt,
                   ""});
