@@ -351,7 +351,8 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
   if (ready.has_value() && !stream_->Write(*ready)) return false;
   // The window filled: there may be more once it opens. Or the sender stopped before an
   // entry of a table `snap` lacks (R15): the next round sends a newer snapshot, then it.
-  const bool again = sender->TakeStaleSnapshot() || full;
+  const bool stale = sender->TakeStaleSnapshot(), more = sender->TakeMore();
+  const bool again = stale || more || full;
   absl::btree_map<std::string, uint64_t> needs = sender->Needs();
   absl::MutexLock lock(&mu_);
   if (again) data_hint_ = true;
@@ -463,7 +464,7 @@ void LinkSession::RetryParked(ReceiverState* receiver) {
 
 void LinkSession::ApplierLoop() {
   uint64_t log_id = 0;
-  bool echo = false;
+  bool echo = false, origins = false;
   {
     absl::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(
@@ -473,6 +474,7 @@ void LinkSession::ApplierLoop() {
     if (done_ || !peer_records_) return;
     log_id = peer_log_id_;
     echo = peer_echo_;
+    origins = peer_origins_;
   }
   // One link per peer subscribes (two routes make two links): exactly-once needs one
   // applier per peer cursor (R6). Another link may hold the claim until it ends.
@@ -482,6 +484,7 @@ void LinkSession::ApplierLoop() {
   }
   ReceiverState receiver(cluster_->node(), peer_, log_id, cluster_->ExclusionsFor(peer_));
   receiver.set_echo(echo);
+  receiver.set_origins(origins);
   absl::StatusOr<peer::v1::Subscribe> subscribe = receiver.BuildSubscribe();
   if (!subscribe.ok()) {
     cluster_->ReleaseReceiver(peer_, this);  // before mu_: Cluster::mu_ comes first

@@ -236,6 +236,7 @@ absl::StatusOr<bool> LogSender::NextLog(const catalog::CatalogSnapshot& snap, co
     if (!silent) return produced;
     out->Clear();
   }
+  more_ = true;  // there may be more to read: the caller comes back (TakeMore)
   return false;
 }
 
@@ -356,10 +357,15 @@ absl::StatusOr<bool> LogSender::ReadLog(const catalog::CatalogSnapshot& snap, co
     if (live == nullptr) live = node_->catalog->Snapshot();
     const uint64_t now = LiveGeneration(*live, db, reads[i].entry.table());
     if (now == 0) {
-      // Gone here (a node-local table, C11, is no gap: nobody relays it). A write of this
-      // node's own not sent: the peer cannot count on this origin for it (decision 86).
-      origin_gap |=
-          reads[i].entry.origin() == self_ && !live->FindTable(db, reads[i].entry.table()).ok();
+      // Gone here: a write of this node's own not sent, so the peer cannot count on this
+      // origin for it (decision 86, a local drop). Unless it was written to the node-local
+      // table the name is now (C11): nobody relays those. A write to the replicated table
+      // the name held before is no such write (its row generation tells).
+      if (reads[i].entry.origin() == self_) {
+        auto def = live->FindTable(db, reads[i].entry.table());
+        origin_gap |= !def.ok() || (*def)->replicate() ||
+                      reads[i].entry.row_generation() != (*def)->created_time();
+      }
       continue;
     }
     if (reads[i].generation == now) continue;  // superseded by a later entry of the key
@@ -383,6 +389,9 @@ absl::StatusOr<bool> LogSender::ReadLog(const catalog::CatalogSnapshot& snap, co
   out->set_last_seq(last);
   out->set_head_seq(committed);
   out->set_origin_gap(origin_gap);
+  // R11: this route leaves tables of `db` out for the peer; it never counts on this node as
+  // their origin (or every batch with a write of them would be a gap).
+  out->set_origin_excludes(exclusions_.AnyIn(db));
   state->sent_seq = last;
   if (holds_.advertised()) {
     const uint64_t cursor = holds_.CursorFor(db, last);  // never decreases (OriginHolds (2))
@@ -636,6 +645,7 @@ absl::Status ReceiverState::Apply(const peer::v1::ChangeBatch& batch,
     p.streaming = true;
     // The peer left some of its own writes out: from here on only (OriginAdvert since).
     if (batch.origin_gap()) p.since = p.high;
+    p.excluding = batch.origin_excludes();
   }
   return absl::OkStatus();
 }
@@ -643,7 +653,10 @@ absl::Status ReceiverState::Apply(const peer::v1::ChangeBatch& batch,
 std::optional<DirectOrigin> ReceiverState::Direct(const std::string& db) const {
   auto it = progress_.find(db);
   // Tables of `db` this route leaves out come from elsewhere (R11).
-  if (it == progress_.end() || !it->second.streaming || exclusions_.AnyIn(db)) return std::nullopt;
+  if (!origins_ || it == progress_.end() || !it->second.streaming || it->second.excluding ||
+      exclusions_.AnyIn(db)) {
+    return std::nullopt;
+  }
   return DirectOrigin{peer_log_id_, it->second.since, it->second.high};
 }
 

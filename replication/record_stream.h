@@ -83,6 +83,9 @@ class LogSender {
   // was given (R15): the caller sends the peer a newer DB_SCHEMA and calls Next again with it.
   // Until then Next produces nothing.
   bool TakeStaleSnapshot() { return std::exchange(stale_snapshot_, false); }
+  // True (once) when Next stopped reading a log with more in it (reads the peer gets from
+  // its origin, design 0004): the caller calls Next again.
+  bool TakeMore() { return std::exchange(more_, false); }
 
  private:
   struct Db {
@@ -143,6 +146,7 @@ class LogSender {
   uint64_t refetch_turn_ = 0;
   std::string last_db_;          // round robin position
   bool stale_snapshot_ = false;  // see TakeStaleSnapshot
+  bool more_ = false;            // see TakeMore
 };
 
 // What the receiver side reports per peer (cluster_status).
@@ -191,6 +195,9 @@ class ReceiverState {
   // The peer speaks records.echo.v1: Subscribe and Refetch name the tables this node dropped
   // locally (decision 86). Without it they do not (R1: nothing the peer did not advertise).
   void set_echo(bool peer_speaks_echo) { echo_ = peer_speaks_echo; }
+  // The peer speaks records.origins.v1: it says when it leaves out writes of its own
+  // (origin_gap), so it may be advertised as a direct origin (Direct).
+  void set_origins(bool peer_speaks_origins) { origins_ = peer_speaks_origins; }
 
   // Applies one batch and its cursor in one WriteBatch (R6). Entries of tables the route
   // excludes are dropped (R11, receiver's side); entries of a table not defined here yet, or
@@ -205,7 +212,8 @@ class ReceiverState {
   ReceiveStats Stats(absl::Time now) const;
   // What this node may advertise of the peer as an origin in `db` (design 0004): set once a
   // log batch of it arrived on this subscription (a full copy first: once that is done), and
-  // only if this route excludes no table of it (R11).
+  // only if neither end's route excludes a table of it (R11) and the peer speaks
+  // records.origins.v1.
   std::optional<DirectOrigin> Direct(const std::string& db) const;
 
  private:
@@ -219,6 +227,7 @@ class ReceiverState {
     // Direct: a log batch arrived since the subscription (or a full copy ended); every entry
     // of the peer's own above `since` came in a log batch, through `high`.
     bool streaming = false;
+    bool excluding = false;  // the peer's route leaves tables of it out (origin_excludes)
     uint64_t since = 0;
     uint64_t high = 0;
   };
@@ -230,6 +239,7 @@ class ReceiverState {
   absl::btree_map<std::string, DbProgress> progress_;
   absl::btree_set<std::pair<std::string, std::string>> refetch_asked_;  // (db, table)
   bool echo_ = false;                                                   // see set_echo
+  bool origins_ = false;                                                // see set_origins
   Parking parking_;
   uint64_t batches_ = 0;
   uint64_t entries_applied_ = 0;

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "replication/record_stream.h"
+#include "storage/keys.h"
 #include "tests/replication/test_node.h"
 #include "tests/testing/testing.h"
 
@@ -58,7 +60,7 @@ class OneCopyTest : public ::testing::Test {
         for (TestNode* peer : nodes) {
           if (peer == n) continue;
           absl::StrAppend(&sizes, " ", n->name(), "<", peer->name(), ":",
-                          n->StatusOf(peer->name()).cursors["shop"], "/",
+                          StoredCursor(*n, peer->name()), "/",
                           peer->local().log->CommittedSeq("shop"));
         }
       }
@@ -67,12 +69,21 @@ class OneCopyTest : public ::testing::Test {
         ASSERT_EQ(TableRows(*n, "shop", "orders"), want) << n->name();
         for (TestNode* peer : nodes) {
           if (peer == n) continue;
-          ASSERT_GE(n->StatusOf(peer->name()).cursors["shop"],
-                    peer->local().log->CommittedSeq("shop"))
+          ASSERT_GE(StoredCursor(*n, peer->name()), peer->local().log->CommittedSeq("shop"))
               << n->name() << " from " << peer->name();
         }
       }
     });
+  }
+  // The cursor `n` stored for `peer`'s log of shop: it stops before anything the peer held
+  // back (ChangeBatch.cursor_seq), so once it reaches the peer's log end nothing is held.
+  static uint64_t StoredCursor(TestNode& n, const std::string& peer) {
+    std::string value;
+    bool found = false;
+    EXPECT_OK(n.local().engine->Get(storage::Cf::kMeta, storage::CursorKey(peer, "shop"), &value,
+                                    &found));
+    storage::v1::ReplicaCursor cursor;
+    return found && cursor.ParseFromString(value) && !cursor.has_copy() ? cursor.seq() : 0;
   }
   // Rounds of writes on every node until one in which every node received each of its
   // peers' writes exactly once (the adverts travel on their own; a deadline bounds it).
@@ -162,8 +173,7 @@ TEST_F(OneCopyTest, R8_WhenAnOriginStopsTheRelaysSendWhatTheyHeld) {
     for (TestNode* n : {b, c}) {
       for (TestNode* peer : {b, c}) {
         if (peer == n) continue;
-        ASSERT_GE(n->StatusOf(peer->name()).cursors["shop"],
-                  peer->local().log->CommittedSeq("shop"));
+        ASSERT_GE(StoredCursor(*n, peer->name()), peer->local().log->CommittedSeq("shop"));
       }
     }
   });
@@ -176,6 +186,44 @@ TEST_F(OneCopyTest, R8_WhenAnOriginStopsTheRelaysSendWhatTheyHeld) {
 TEST_F(OneCopyTest, R8_FiveNodesInAFullMeshConvergeWithOneCopyOfEachWrite) {
   ASSERT_NO_FATAL_FAILURE(StartMesh(5));
   ASSERT_NO_FATAL_FAILURE(ExpectOneCopy());
+}
+
+// An origin's stream says when it leaves out a write of its own for a reason other than a
+// newer write of the key (ChangeBatch.origin_gap): its peers then count on it only from there
+// on, and relays send what they held. A write to a replicated table the origin then dropped
+// locally and whose name it reused for a node-local table is such a write (nobody else holds
+// the node-local table's writes, so those are none).
+TEST_F(OneCopyTest, Decision110_AnOriginSaysWhenItLeavesOutAWriteOfItsOwn) {
+  auto a = std::make_unique<TestNode>("a", dir_.Sub("a"), "s3cret");
+  a->Start();
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  const uint64_t before = a->local().log->CommittedSeq("shop");
+  ASSERT_OK(a->records().Write("shop", "orders", json::array({{{"id", "k1"}, {"name", "x"}}}),
+                               catalog::WriteMode::kInsert));
+  // Read from `cursor`: the first batch's origin_gap.
+  auto gap_from = [&](uint64_t cursor) {
+    LogSender sender(&a->local(), "b", Exclusions());
+    peer::v1::Subscribe subscribe;
+    peer::v1::DbCursor* c = subscribe.add_cursors();
+    c->set_database("shop");
+    c->set_seq(cursor);
+    sender.Subscribe(subscribe);
+    peer::v1::ChangeBatch out;
+    absl::StatusOr<bool> produced = sender.Next(*a->catalog().Snapshot(), &out);
+    EXPECT_OK(produced);
+    EXPECT_TRUE(produced.ok() && *produced);
+    return out.origin_gap();
+  };
+  EXPECT_FALSE(gap_from(before)) << "the write is sent";
+  ASSERT_OK(a->catalog().DropTable("shop", "orders", /*timed=*/false));
+  catalog::TableSpec local = Spec("shop", "orders", {"name"});
+  local.replicate = false;
+  ASSERT_OK(a->catalog().CreateTable(local));
+  EXPECT_TRUE(gap_from(before)) << "a's write to the replicated table is left out";
+  const uint64_t reused = a->local().log->CommittedSeq("shop");
+  ASSERT_OK(a->records().Write("shop", "orders", json::array({{{"id", "k2"}, {"name", "y"}}}),
+                               catalog::WriteMode::kInsert));
+  EXPECT_FALSE(gap_from(reused)) << "a write to the node-local table is nobody's to relay";
 }
 
 }  // namespace

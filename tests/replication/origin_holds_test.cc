@@ -143,8 +143,10 @@ TEST(OriginHoldsTest, SkippedEntriesAfterAnEarlyEndAreReadAgain) {
 }
 
 // A seeded model: a relay R streams its log to P while P's links to two origins deliver,
-// drop, come back and skip entries (origin_gap), P's adverts arrive late, the clock moves,
-// batches end early and P resubscribes from the cursor it stored. After every step, every
+// drop, come back (from a stored cursor that may be lower than what P received) and skip
+// entries (origin_gap), R receives the origins' writes in any order (several paths), P's
+// adverts arrive late, the clock moves, batches end early and P resubscribes to R from the
+// cursor it stored. After every step, every
 // entry through the stored cursor is sent or in P's hands from its origin (invariants (1),
 // (2)); at the end, with every origin withdrawn and the stream drained, every entry is.
 TEST(OriginHoldsTest, ModelEveryEntryIsSentHeldOrReceivedFromItsOrigin) {
@@ -156,9 +158,11 @@ TEST(OriginHoldsTest, ModelEveryEntryIsSentHeldOrReceivedFromItsOrigin) {
     OriginHolds holds(absl::Milliseconds(500), clock.fn());
     const std::vector<std::string> origins = {"a", "b"};
     struct Origin {
-      uint64_t written = 0;          // its log's last sequence number
-      std::vector<bool> gap{false};  // [oseq]: never sent to P by the origin
-      uint64_t recv = 0;             // P has received its log through here
+      uint64_t written = 0;                // its log's last sequence number
+      std::vector<bool> gap{false};        // [oseq]: never sent to P by the origin
+      uint64_t recv = 0;                   // P's stream from it has reached here (its advert's seq)
+      uint64_t got = 0;                    // P has received its log through here
+      std::vector<uint64_t> at_r_pending;  // written, not yet in R's log
       uint64_t since = 0;
       bool linked = true;
     };
@@ -181,7 +185,7 @@ TEST(OriginHoldsTest, ModelEveryEntryIsSentHeldOrReceivedFromItsOrigin) {
       if (e.sent) return true;
       if (e.origin == "r") return false;
       const Origin& s = os[e.origin];
-      return e.oseq <= s.recv && !s.gap[e.oseq];
+      return e.oseq <= s.got && !s.gap[e.oseq];
     };
     auto stream = [&](uint64_t limit, bool early_end) {
       if (std::optional<uint64_t> r = holds.Begin(kDb)) pos = *r;
@@ -207,7 +211,7 @@ TEST(OriginHoldsTest, ModelEveryEntryIsSentHeldOrReceivedFromItsOrigin) {
     for (const auto& o : origins) advertise(o);
     for (int step = 0; step < 300; ++step) {
       const int op = static_cast<int>(rng() % 100);
-      if (op < 30) {  // a write reaches R's log: R's own, or an origin's
+      if (op < 30) {  // a write: R's own, or an origin's (reaching R's log later)
         const int which = static_cast<int>(rng() % 3);
         if (which == 2) {
           log.push_back(Entry{"r", 0});
@@ -215,9 +219,16 @@ TEST(OriginHoldsTest, ModelEveryEntryIsSentHeldOrReceivedFromItsOrigin) {
           Origin& s = os[origins[which]];
           ++s.written;
           s.gap.push_back(chance(5));
-          log.push_back(Entry{origins[which], s.written});
+          s.at_r_pending.push_back(s.written);
         }
-      } else if (op < 50) {  // an origin's link delivers to P
+      } else if (op < 40) {  // an origin's write reaches R, not necessarily in order
+        const std::string& o = origins[rng() % 2];
+        Origin& s = os[o];
+        if (s.at_r_pending.empty()) continue;
+        const size_t i = chance(70) ? 0 : rng() % s.at_r_pending.size();
+        log.push_back(Entry{o, s.at_r_pending[i]});
+        s.at_r_pending.erase(s.at_r_pending.begin() + static_cast<std::ptrdiff_t>(i));
+      } else if (op < 55) {  // an origin's link delivers to P (from its position on)
         const std::string& o = origins[rng() % 2];
         Origin& s = os[o];
         if (!s.linked || s.recv == s.written) continue;
@@ -226,14 +237,17 @@ TEST(OriginHoldsTest, ModelEveryEntryIsSentHeldOrReceivedFromItsOrigin) {
           if (s.gap[q]) s.since = to;  // origin_gap in that batch
         }
         s.recv = to;
+        s.got = std::max(s.got, to);
         advertise(o);
-      } else if (op < 55) {  // an origin's link drops or comes back
+      } else if (op < 60) {  // an origin's link drops or comes back
         const std::string& o = origins[rng() % 2];
         Origin& s = os[o];
         s.linked = !s.linked;
-        if (s.linked) s.since = s.recv;  // subscribes from its cursor
+        if (s.linked) {  // subscribes from its stored cursor, at or below what P received
+          s.recv = s.since = s.recv - rng() % (s.recv + 1);
+        }
         advertise(o);
-      } else if (op < 70) {  // adverts arrive
+      } else if (op < 72) {  // adverts arrive
         const size_t n = rng() % (in_flight.size() + 1);
         for (size_t i = 0; i < n; ++i) holds.Advertise(in_flight[i]);
         in_flight.erase(in_flight.begin(), in_flight.begin() + n);
