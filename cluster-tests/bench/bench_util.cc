@@ -97,6 +97,44 @@ void InsertOrDie(httplib::Client* c, const std::string& table, nlohmann::json re
 
 }  // namespace
 
+void PacedUpserts(const Target& node, const std::string& table, int rate,
+                  const std::atomic<bool>& stop) {
+  auto c = NewClient(node);
+  const absl::Duration step = absl::Seconds(1) / std::max(1, rate);
+  absl::Time next = absl::Now();
+  for (uint64_t id = 1'000'000'000; !stop.load(); ++id) {
+    Post(c.get(), {{"operation", "upsert"},
+                   {"database", "bench"},
+                   {"table", table},
+                   {"records", {{{"id", id}, {"customer", "bg"}, {"qty", 1}}}}});
+    next += step;
+    const absl::Time now = absl::Now();
+    if (next > now) absl::SleepFor(next - now);  // pacing the load, not waiting for an effect
+  }
+}
+
+double ProbeVisibleMs(httplib::Client* writer, httplib::Client* reader, const std::string& table,
+                      uint64_t id) {
+  std::string body;
+  if (!Post(writer,
+            {{"operation", "upsert"},
+             {"database", "bench"},
+             {"table", table},
+             {"records", {{{"id", id}, {"customer", "probe"}, {"qty", 2}}}}},
+            &body)) {
+    Die("probe: " + body);
+  }
+  const absl::Time written = absl::Now();
+  while (true) {
+    nlohmann::json found = PostJson(
+        reader,
+        {{"operation", "search_by_id"}, {"database", "bench"}, {"table", table}, {"ids", {id}}});
+    if (found.is_array() && !found.empty()) break;
+    if (absl::Now() - written > absl::Seconds(60)) Die(absl::StrCat("probe ", id, " never came"));
+  }
+  return absl::ToDoubleMilliseconds(absl::Now() - written);
+}
+
 uint64_t InsertUntil(const Target& node, const std::string& table, std::atomic<uint64_t>* next,
                      const std::atomic<bool>& stop, int clients,
                      const std::function<nlohmann::json(uint64_t)>& record) {

@@ -76,6 +76,16 @@ int64_t RecordCount(const Target& node, const std::string& table);
 // Dies after `timeout`.
 absl::Time WaitForCount(const std::vector<Target>& nodes, const std::string& table, uint64_t n,
                         absl::Duration timeout);
+// Upserts single records {id, customer "bg", qty 1} into bench.<table> on `node` at `rate`
+// per second (ids from 1,000,000,000 up) until `stop`: the background load of the latency
+// measurements.
+void PacedUpserts(const Target& node, const std::string& table, int rate,
+                  const std::atomic<bool>& stop);
+// Upserts probe record `id` into bench.<table> through `writer`, then polls `reader` until
+// it finds it: the milliseconds from the write's answer until then. Dies after 60 s.
+double ProbeVisibleMs(httplib::Client* writer, httplib::Client* reader, const std::string& table,
+                      uint64_t id);
+
 // A counter or gauge of the node's GET /metrics (summed over its label sets); 0 if absent.
 double Metric(const Target& node, const std::string& name);
 // `node`'s lag behind each peer (cluster_status lag_entries), in the order of `peers`; -1 for

@@ -28,7 +28,6 @@ using cairn::bench::Die;
 using cairn::bench::Metric;
 using cairn::bench::NewClient;
 using cairn::bench::Percentile;
-using cairn::bench::Post;
 using cairn::bench::PostJson;
 using cairn::bench::RecordCount;
 using cairn::bench::Target;
@@ -57,19 +56,6 @@ absl::Status Connected(const Target& node, const std::string& peer) {
     }
   }
   return absl::UnavailableError(absl::StrCat("no link to ", peer));
-}
-
-// Milliseconds from now until `reader` finds record `id`.
-double UntilVisible(httplib::Client* reader, uint64_t id) {
-  const absl::Time written = absl::Now();
-  while (true) {
-    json found = PostJson(
-        reader,
-        {{"operation", "search_by_id"}, {"database", "bench"}, {"table", kTable}, {"ids", {id}}});
-    if (found.is_array() && !found.empty()) break;
-    if (absl::Now() - written > absl::Seconds(60)) Die(absl::StrCat("probe ", id, " never came"));
-  }
-  return absl::ToDoubleMilliseconds(absl::Now() - written);
 }
 
 }  // namespace
@@ -102,20 +88,7 @@ int main(int argc, char** argv) {
   cairn::bench::WaitForCount({n2, n3}, kTable, 0, absl::Seconds(30));
 
   std::atomic<bool> stop{false};
-  std::thread background([&] {
-    auto c = NewClient(n1);
-    const absl::Duration step = absl::Seconds(1) / std::max(1, rate);
-    absl::Time next = absl::Now();
-    for (uint64_t id = 1'000'000'000; !stop.load(); ++id) {
-      Post(c.get(), {{"operation", "upsert"},
-                     {"database", "bench"},
-                     {"table", kTable},
-                     {"records", {{{"id", id}, {"customer", "bg"}, {"qty", 1}}}}});
-      next += step;
-      const absl::Time now = absl::Now();
-      if (next > now) absl::SleepFor(next - now);  // pacing the load, not waiting for an effect
-    }
-  });
+  std::thread background([&] { cairn::bench::PacedUpserts(n1, kTable, rate, stop); });
   // Pacing the measurement windows below, not waiting for effects.
   auto pause = [](double s) { absl::SleepFor(absl::Seconds(s)); };
   pause(1);
@@ -124,23 +97,11 @@ int main(int argc, char** argv) {
   auto writer = NewClient(n1);
   auto reader = NewClient(n2);
   uint64_t probe = 0;
-  auto write_probe = [&] {
-    std::string body;
-    if (!Post(writer.get(),
-              {{"operation", "upsert"},
-               {"database", "bench"},
-               {"table", kTable},
-               {"records", {{{"id", ++probe}, {"customer", "probe"}, {"qty", 2}}}}},
-              &body)) {
-      Die("probe: " + body);
-    }
-    return probe;
-  };
   if (absl::Status s = cluster.Cut("n1", "n2"); !s.ok()) Die("cut: " + s.ToString());
   std::vector<double> cut_ms;
   const absl::Time cut_end = absl::Now() + absl::Seconds(cut_seconds);
   while (absl::Now() < cut_end) {
-    cut_ms.push_back(UntilVisible(reader.get(), write_probe()));
+    cut_ms.push_back(cairn::bench::ProbeVisibleMs(writer.get(), reader.get(), kTable, ++probe));
     absl::SleepFor(absl::Milliseconds(10));  // spacing between probes
   }
   const double first_ms = cut_ms.empty() ? 0 : cut_ms.front();

@@ -34,8 +34,6 @@ using cairn::bench::Die;
 using cairn::bench::InsertAll;
 using cairn::bench::NewClient;
 using cairn::bench::Percentile;
-using cairn::bench::Post;
-using cairn::bench::PostJson;
 using cairn::bench::RecordCount;
 using cairn::bench::Target;
 using cairn::bench::WaitForCount;
@@ -120,45 +118,15 @@ int main(int argc, char** argv) {
   CreateTable(n1, "visibility");
   WaitForCount({n2, n3}, "visibility", 0, absl::Seconds(30));
   std::atomic<bool> stop{false};
-  std::thread background([&] {
-    auto c = NewClient(n1);
-    const absl::Duration step = absl::Seconds(1) / std::max(1, rate);
-    absl::Time next = absl::Now();
-    for (uint64_t id = 1'000'000'000; !stop.load(); ++id) {
-      Post(c.get(), {{"operation", "upsert"},
-                     {"database", "bench"},
-                     {"table", "visibility"},
-                     {"records", {{{"id", id}, {"customer", "bg"}, {"qty", 1}}}}});
-      next += step;
-      const absl::Time now = absl::Now();
-      if (next > now) absl::SleepFor(next - now);  // pacing the load, not waiting for an effect
-    }
-  });
+  std::thread background([&] { cairn::bench::PacedUpserts(n1, "visibility", rate, stop); });
   std::vector<double> visible_ms;
   {
     auto writer = NewClient(n1);
     auto reader = NewClient(n2);
     const absl::Time end = absl::Now() + absl::Seconds(seconds);
     for (uint64_t probe = 0; absl::Now() < end; ++probe) {
-      std::string body;
-      if (!Post(writer.get(),
-                {{"operation", "upsert"},
-                 {"database", "bench"},
-                 {"table", "visibility"},
-                 {"records", {{{"id", probe}, {"customer", "probe"}, {"qty", 2}}}}},
-                &body)) {
-        Die("probe: " + body);
-      }
-      const absl::Time written = absl::Now();
-      while (true) {
-        json found = PostJson(reader.get(), {{"operation", "search_by_id"},
-                                             {"database", "bench"},
-                                             {"table", "visibility"},
-                                             {"ids", {probe}}});
-        if (found.is_array() && !found.empty()) break;
-        if (absl::Now() - written > absl::Seconds(30)) Die("a probe never became visible");
-      }
-      visible_ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - written));
+      visible_ms.push_back(
+          cairn::bench::ProbeVisibleMs(writer.get(), reader.get(), "visibility", probe));
       absl::SleepFor(absl::Milliseconds(10));  // spacing between probes
     }
   }
