@@ -1,12 +1,14 @@
 #include "cluster-tests/bench/bench_util.h"
 
-#include <errno.h>  // program_invocation_short_name
+#include <errno.h>   // program_invocation_short_name
+#include <unistd.h>  // sysconf
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -247,6 +249,23 @@ double RssMiB(pid_t pid) {
     if (absl::SimpleAtoi(digits, &kib)) return kib / 1024.0;
   }
   return 0;
+}
+
+double CpuSeconds(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Fields after the command's closing parenthesis (the command may hold spaces): state is
+  // field 3, utime and stime fields 14 and 15.
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::vector<absl::string_view> fields =
+      absl::StrSplit(absl::string_view(stat).substr(close + 2), ' ');
+  uint64_t utime = 0, stime = 0;
+  if (fields.size() < 13 || !absl::SimpleAtoi(fields[11], &utime) ||
+      !absl::SimpleAtoi(fields[12], &stime)) {
+    return 0;
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 double Percentile(std::vector<double>* v, double p) {

@@ -94,6 +94,9 @@ std::vector<double> LagEntries(const Target& node, const std::vector<std::string
 
 // VmRSS of a process in MiB, 0 if unreadable.
 double RssMiB(pid_t pid);
+// CPU seconds (user + system) a process has used so far, 0 if unreadable. Unlike a rate, the
+// CPU a fixed piece of work costs hardly moves when other load shares the machine.
+double CpuSeconds(pid_t pid);
 
 double Percentile(std::vector<double>* v, double p);
 

@@ -2,9 +2,11 @@
 // on n1 over the operations API; measures what the cluster's users see (SPEC R5-R8):
 //   throughput  records/s replicated to every peer: N records inserted on n1 in batches of 100
 //               by 8 clients, from the first write until every peer holds all N; and the
-//               peers' entries received per entry applied (design 0004: 1.00 in a full mesh)
+//               peers' entries received per entry applied (design 0004: 1.00 in a full mesh);
+//               and the nodes' CPU per 1000 of them, steadier than a rate on a shared machine
 //   visibility  time from a write's acknowledgement on n1 until a read on n2 finds it, for
-//               probe writes inside a background load of --rate single upserts/s (p50, p99, max)
+//               probe writes inside a background load of --rate single upserts/s (p50, p99,
+//               max), and the nodes' CPU meanwhile
 //   catch-up    n3 stopped (SIGTERM), --catchup records written, n3 restarted: time from its
 //               ready.json until it holds them all (and from its start)
 // Prints a table and JSON (--json FILE). All three nodes and the load generator share the
@@ -72,6 +74,13 @@ int main(int argc, char** argv) {
                n3 = cluster.node("n3").endpoint();
   std::vector<Target> peers;  // every node but n1
   for (size_t i = 1; i < names.size(); ++i) peers.push_back(cluster.node(names[i]).endpoint());
+  // CPU seconds of every node so far: what a piece of work costs the cluster, which, unlike
+  // the rates, hardly moves with other load on the machine.
+  auto nodes_cpu = [&] {
+    double s = 0;
+    for (const std::string& n : names) s += cairn::bench::CpuSeconds(cluster.node(n).pid());
+    return s;
+  };
   // Entries received per entry applied on the peers (design 0004: 1.00 in a healthy mesh).
   auto entry_totals = [&] {
     std::pair<double, double> t;
@@ -86,6 +95,7 @@ int main(int argc, char** argv) {
   CreateTable(n1, "throughput");
   WaitForCount(peers, "throughput", 0, absl::Seconds(30));
   const std::pair<double, double> totals_before = entry_totals();
+  const double cpu_before = nodes_cpu();
   // The plot: records/s committed on each node, sampled every 100 ms.
   cairn::bench::Series throughput(
       {"n1_records_per_s", "n2_records_per_s", "n3_records_per_s"}, cairn::bench::Rates([&] {
@@ -101,6 +111,7 @@ int main(int argc, char** argv) {
   InsertAll(n1, "throughput", 0, records, 8);
   const absl::Time acked = absl::Now();
   const absl::Time replicated = WaitForCount(peers, "throughput", records, absl::Minutes(5));
+  const double cpu_ms_per_1k = (nodes_cpu() - cpu_before) * 1e6 / static_cast<double>(records);
   throughput.Stop();
   // Late copies (a relay's) count too: read once every link has passed the load's entries.
   absl::SleepFor(absl::Seconds(1));  // not a wait for an effect: a settling margin for the ratio
@@ -111,13 +122,15 @@ int main(int argc, char** argv) {
   const double replicated_rps = records / absl::ToDoubleSeconds(replicated - t0);
   std::fprintf(stderr,
                "throughput: %.0f records/s acknowledged, %.0f records/s replicated, %.2f "
-               "entries received per entry applied\n",
-               ingest_rps, replicated_rps, copies);
+               "entries received per entry applied, %.0f ms of the nodes' CPU per 1000 records\n",
+               ingest_rps, replicated_rps, copies, cpu_ms_per_1k);
 
   // --- visibility under a background load
   CreateTable(n1, "visibility");
   WaitForCount({n2, n3}, "visibility", 0, absl::Seconds(30));
   std::atomic<bool> stop{false};
+  const double vis_cpu_before = nodes_cpu();
+  const absl::Time vis_start = absl::Now();
   std::thread background([&] { cairn::bench::PacedUpserts(n1, "visibility", rate, stop); });
   std::vector<double> visible_ms;
   {
@@ -132,10 +145,14 @@ int main(int argc, char** argv) {
   }
   stop = true;
   background.join();
+  // The nodes' CPU, in cores, while serving --rate writes/s and the probes.
+  const double vis_cores =
+      (nodes_cpu() - vis_cpu_before) / absl::ToDoubleSeconds(absl::Now() - vis_start);
   const double vis_p50 = Percentile(&visible_ms, 0.50), vis_p99 = Percentile(&visible_ms, 0.99),
                vis_max = Percentile(&visible_ms, 1.0);
-  std::fprintf(stderr, "visibility: p50 %.2f ms, p99 %.2f ms over %zu probes\n", vis_p50, vis_p99,
-               visible_ms.size());
+  std::fprintf(stderr,
+               "visibility: p50 %.2f ms, p99 %.2f ms over %zu probes, nodes' CPU %.2f cores\n",
+               vis_p50, vis_p99, visible_ms.size(), vis_cores);
 
   // --- catch-up after a restart
   CreateTable(n1, "catchup");
@@ -169,13 +186,15 @@ int main(int argc, char** argv) {
                 {"acknowledged_records_per_s", ingest_rps},
                 {"replicated_records_per_s", replicated_rps},
                 {"nodes", nodes},
-                {"entries_received_per_applied", copies}}},
+                {"entries_received_per_applied", copies},
+                {"nodes_cpu_ms_per_1000_records", cpu_ms_per_1k}}},
               {"visibility",
                {{"background_writes_per_s", rate},
                 {"probes", visible_ms.size()},
                 {"p50_ms", vis_p50},
                 {"p99_ms", vis_p99},
-                {"max_ms", vis_max}}},
+                {"max_ms", vis_max},
+                {"nodes_cpu_cores", vis_cores}}},
               {"catchup",
                {{"records", catchup},
                 {"seconds_after_ready", catchup_s},
@@ -186,9 +205,11 @@ int main(int argc, char** argv) {
               absl::StrCat("records/s replicated to all ", nodes - 1, " peers").c_str(),
               replicated_rps);
   std::printf("%-44s %14.2f\n", "entries received per entry applied (peers)", copies);
+  std::printf("%-44s %14.0f\n", "nodes' CPU ms per 1000 records replicated", cpu_ms_per_1k);
   std::printf("%-44s %14.2f\n", "visibility on n2, p50 ms", vis_p50);
   std::printf("%-44s %14.2f\n", "visibility on n2, p99 ms", vis_p99);
   std::printf("%-44s %14.2f\n", "visibility on n2, max ms", vis_max);
+  std::printf("%-44s %14.2f\n", "nodes' CPU during it, cores", vis_cores);
   std::printf("%-44s %14.2f\n", absl::StrCat("catch-up of ", catchup, " records, s").c_str(),
               catchup_s);
   if (!flags.series.empty() && (!throughput.Write(flags.series + "/replication_throughput.dat") ||
