@@ -20,6 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "cairn/storage/v1/records.pb.h"
 #include "catalog/catalog.h"
 #include "catalog/internal/key_latches.h"
@@ -196,6 +197,11 @@ class RecordStore {
   // completing) is not applied: with `unapplied` null the whole batch is refused with
   // TABLE_NOT_FOUND, nothing written; otherwise such entries are left out, added to
   // *unapplied (before `extra` runs, which may store them: R17 parking) and the rest applies.
+  // The entries are read in place, not copied (a received batch's, on its arena).
+  absl::StatusOr<ApplyStats> ApplyPeerEntries(
+      absl::string_view db, absl::Span<const storage::v1::ChangeEntry* const> entries,
+      const std::function<void(rocksdb::WriteBatch*)>& extra,
+      std::vector<storage::v1::ChangeEntry>* unapplied = nullptr);
   absl::StatusOr<ApplyStats> ApplyPeerEntries(
       absl::string_view db, const std::vector<storage::v1::ChangeEntry>& entries,
       const std::function<void(rocksdb::WriteBatch*)>& extra,

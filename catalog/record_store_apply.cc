@@ -45,6 +45,15 @@ constexpr int kMaxSchemaRetries = 64;
 absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
     absl::string_view db, const std::vector<ChangeEntry>& entries,
     const std::function<void(rocksdb::WriteBatch*)>& extra, std::vector<ChangeEntry>* unapplied) {
+  std::vector<const ChangeEntry*> in_place;
+  in_place.reserve(entries.size());
+  for (const ChangeEntry& e : entries) in_place.push_back(&e);
+  return ApplyPeerEntries(db, in_place, extra, unapplied);
+}
+
+absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
+    absl::string_view db, absl::Span<const ChangeEntry* const> entries,
+    const std::function<void(rocksdb::WriteBatch*)>& extra, std::vector<ChangeEntry>* unapplied) {
   for (int attempt = 0; attempt < kMaxSchemaRetries; ++attempt) {
     ApplyStats stats;
     if (unapplied != nullptr) unapplied->clear();
@@ -68,7 +77,7 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
     std::vector<bool> restripped(entries.size(), false);  // parsed[i] lost values (C15)
     absl::flat_hash_map<std::string, std::vector<AttributeSpec>> missing;
     for (size_t i = 0; i < entries.size(); ++i) {
-      const ChangeEntry& e = entries[i];
+      const ChangeEntry& e = *entries[i];
       if (e.op() != storage::v1::PUT && e.op() != storage::v1::DELETE) {
         ++stats.malformed;  // R1: what we do not understand is counted and ignored
         continue;
@@ -172,13 +181,13 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
     std::vector<size_t> slot_index(entries.size(), SIZE_MAX);
     for (size_t i = 0; i < entries.size(); ++i) {
       if (target_of[i] == nullptr) continue;
-      std::string key = storage::RecordKey(target_of[i]->def->generation_id(), entries[i].key());
+      std::string key = storage::RecordKey(target_of[i]->def->generation_id(), entries[i]->key());
       auto [it, inserted] = slot_of.emplace(key, slots.size());
       if (inserted) {
         Slot s;
         s.def = target_of[i]->def.get();
         s.key = std::move(key);
-        s.encoded_pk = entries[i].key();
+        s.encoded_pk = entries[i]->key();
         slots.push_back(std::move(s));
       }
       slot_index[i] = it->second;
@@ -209,7 +218,7 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
     absl::flat_hash_map<size_t, std::vector<StoredRecord>> replaced;  // slot -> shadows to add
     for (size_t i = 0; i < entries.size(); ++i) {
       if (slot_index[i] == SIZE_MAX) continue;
-      const ChangeEntry& e = entries[i];
+      const ChangeEntry& e = *entries[i];
       Slot& s = slots[slot_index[i]];
       if (const StoredRecord* cur = s.current()) {
         int cmp = CompareVersions(e.version(), e.origin(), cur->version(), cur->origin());

@@ -340,15 +340,16 @@ void Cluster::ReleaseReceiver(const std::string& peer, const LinkSession* s) {
   it->second.receiver = nullptr;
   // Under mu_: a link that claims it next cannot advertise it before this withdrawal.
   if (origin_book_.Withdraw(peer)) {
-    for (auto& session : sessions_) session->NotifyOrigins();
+    for (auto& session : sessions_) session->NotifyOrigins(/*urgent=*/true);
   }
 }
 
 void Cluster::UpdateOrigin(const std::string& peer, const std::string& db,
                            const std::optional<DirectOrigin>& direct) {
-  if (!origin_book_.Update(peer, db, direct)) return;
+  bool urgent = true;
+  if (!origin_book_.Update(peer, db, direct, &urgent)) return;
   absl::ReaderMutexLock lock(&mu_);
-  for (auto& session : sessions_) session->NotifyOrigins();
+  for (auto& session : sessions_) session->NotifyOrigins(urgent);
 }
 
 void Cluster::OnCommit() {

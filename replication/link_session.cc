@@ -15,6 +15,20 @@
 
 namespace cairn::replication {
 
+google::protobuf::ArenaOptions ReadArena::Options(char* first) {
+  google::protobuf::ArenaOptions o;
+  o.initial_block = first;
+  o.initial_block_size = kFirstBlock;
+  o.start_block_size = kFirstBlock;
+  o.max_block_size = 64 << 10;  // a batch of megabytes takes tens of blocks
+  return o;
+}
+
+peer::v1::LinkMessage* ReadArena::Fresh() {
+  arena_.Reset();  // keeps the first block (ours)
+  return google::protobuf::Arena::CreateMessage<peer::v1::LinkMessage>(&arena_);
+}
+
 LinkSession::LinkSession(Cluster* cluster, std::unique_ptr<LinkStream> stream, std::string peer)
     : cluster_(cluster), stream_(std::move(stream)), peer_(std::move(peer)) {}
 
@@ -29,9 +43,10 @@ void LinkSession::NotifyCommit() {
   data_hint_ = true;
 }
 
-void LinkSession::NotifyOrigins() {
+void LinkSession::NotifyOrigins(bool urgent) {
   absl::MutexLock lock(&mu_);
   advert_hint_ = true;
+  advert_urgent_ = advert_urgent_ || urgent;
 }
 
 void LinkSession::Cancel() {
@@ -231,9 +246,11 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
         absl::Condition(
             +[](LinkSession* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
               return s->done_ || (s->peer_schema_ && s->dirty_) || !s->outbox_.empty() ||
-                     s->ack_due_ || s->subscribe_.has_value() || !s->refetch_in_.empty() ||
+                     (s->ack_due_ && s->ack_no_ - s->ack_sent_no_ >= kAckEvery) ||
+                     s->subscribe_.has_value() || !s->refetch_in_.empty() ||
                      !s->adverts_in_.empty() ||
-                     (s->advert_hint_ && s->subscribed_ && s->peer_origins_) ||
+                     (s->subscribed_ && s->peer_origins_ &&
+                      (s->advert_urgent_ || (s->advert_hint_ && !s->advert_deferred_))) ||
                      (s->serving_ && s->data_hint_ && s->sent_no_ - s->acked_no_ < kWindow);
             },
             this),
@@ -254,9 +271,11 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
     }
     advert_due = subscribed_ && peer_origins_;  // (cheap when nothing changed)
     advert_hint_ = false;
+    advert_urgent_ = false;
     if (ack_due_) {
       out.emplace_back().mutable_ack()->set_batch_no(ack_no_);
       ack_due_ = false;
+      ack_sent_no_ = ack_no_;
     }
     if (subscribe_.has_value()) {
       sender->Subscribe(*subscribe_);
@@ -299,13 +318,17 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
     peer::v1::LinkMessage m;
     *m.mutable_origin_advert() = OriginBook::Diff(cluster_->origins(), peer_, &told, &urgent);
     const absl::Time now = absl::Now();
-    advert_deferred_ =
+    const bool wait =
         m.origin_advert().origins_size() > 0 && !urgent && now - advert_sent_at_ < kAdvertInterval;
-    if (m.origin_advert().origins_size() > 0 && !advert_deferred_) {
+    if (m.origin_advert().origins_size() > 0 && !wait) {
       if (!stream_->Write(m)) return false;
       advert_told_ = std::move(told);
       advert_sent_at_ = now;
     }
+    // Quiet until the interval ends, after an advert or while one waits: `seq` moves meanwhile
+    // go together at its end (the writer's wait times out then).
+    absl::MutexLock lock(&mu_);
+    advert_deferred_ = m.origin_advert().origins_size() > 0;
   }
   if (schema_due || (sender->subscribed() && snap->version > *schema_version)) {
     for (peer::v1::DbSchema& schema :
@@ -500,7 +523,7 @@ void LinkSession::ApplierLoop() {
   // R17: what an earlier link parked, counted now and applied if it can go.
   RetryParked(&receiver);
   while (true) {
-    peer::v1::ChangeBatch batch;
+    InboundBatch in;
     {
       absl::MutexLock lock(&mu_);
       const bool woken =
@@ -513,13 +536,12 @@ void LinkSession::ApplierLoop() {
       if (done_) break;
       if (!woken || refetch_check_ || inbox_.empty()) {
         refetch_check_ = false;
-        batch.Clear();
       } else {
-        batch = std::move(inbox_.front());
+        in = std::move(inbox_.front());
         inbox_.pop_front();
       }
     }
-    if (batch.batch_no() == 0) {
+    if (in.batch == nullptr) {
       // The catalog changed (or a while passed): a marker may have retired a generation that
       // held this peer's newer rows (R14); ask for them on this link now, not at the next
       // reconnect. Parked entries may have a table to go to now (R17).
@@ -531,6 +553,7 @@ void LinkSession::ApplierLoop() {
       if (receiver.parked() > 0) RetryParked(&receiver);
       continue;
     }
+    const peer::v1::ChangeBatch& batch = *in.batch;
     if (!ApplyWithRetry(&receiver, batch)) break;
     // Before the ack: the peer's next batch may be held for an advert of this one.
     cluster_->UpdateOrigin(peer_, batch.database(), receiver.Direct(batch.database()));
@@ -556,8 +579,10 @@ absl::Status LinkSession::Run() {
   });
   absl::StatusOr<bool> hello = ReadHello();
   absl::Status why = hello.status();
+  std::unique_ptr<ReadArena> arena;
   while (hello.ok() && *hello && why.ok()) {
-    peer::v1::LinkMessage m;
+    if (arena == nullptr) arena = std::make_unique<ReadArena>();  // the last went with a batch
+    peer::v1::LinkMessage& m = *arena->Fresh();
     if (!stream_->Read(&m)) break;
     switch (m.body_case()) {
       case peer::v1::LinkMessage::kDbSchema: {
@@ -588,7 +613,7 @@ absl::Status LinkSession::Run() {
       case peer::v1::LinkMessage::kChangeBatch: {
         absl::MutexLock lock(&mu_);
         // Only a subscriber gets batches; the sender's window bounds the inbox (R12).
-        if (subscribed_) inbox_.push_back(std::move(*m.mutable_change_batch()));
+        if (subscribed_) inbox_.push_back(InboundBatch{std::move(arena), &m.change_batch()});
         break;
       }
       case peer::v1::LinkMessage::kRefetch: {

@@ -40,6 +40,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cairn/peer/v1/peer.pb.h"
+#include "google/protobuf/arena.h"
 #include "replication/origin_book.h"
 #include "replication/record_stream.h"
 #include "replication/schema_sync.h"
@@ -64,6 +65,11 @@ inline constexpr char kOriginsCapability[] = "records.origins.v1";
 inline constexpr absl::Duration kAdvertInterval = absl::Milliseconds(10);
 // Unacknowledged ChangeBatches a sender keeps in flight per link (R12).
 inline constexpr uint64_t kWindow = 8;
+// The receiver acks once this many batches applied since its last ack, or with anything else
+// its writer sends first (an advert, a batch of its own): the sender's window never waits on
+// it, and a trickle of single-write batches does not cost a message and two thread wakeups
+// per batch back to the sender.
+inline constexpr uint64_t kAckEvery = kWindow / 2;
 // How long a database's digest may differ from the peer's before this end asks for the
 // peer's whole DbSchema of it, and the longest it then waits between two requests.
 inline constexpr absl::Duration kSchemaResyncAfter = absl::Seconds(2);
@@ -106,6 +112,31 @@ class LinkStream {
   virtual absl::Status Finish() = 0;
 };
 
+// Where the link's reader parses each message (issue 23 part 3): an arena whose first block
+// is its own, so a message other than a batch (an ack, an advert) costs no allocation, and a
+// ChangeBatch's entries take a few blocks instead of several allocations each. A batch goes
+// to the applier with its arena, which frees it whole.
+class ReadArena {
+ public:
+  ReadArena() : arena_(Options(first_block_)) {}
+  ReadArena(const ReadArena&) = delete;
+  ReadArena& operator=(const ReadArena&) = delete;
+  // An empty LinkMessage on the arena, after freeing whatever the arena held.
+  peer::v1::LinkMessage* Fresh();
+
+ private:
+  static google::protobuf::ArenaOptions Options(char* first);
+  static constexpr size_t kFirstBlock = 8 << 10;
+  alignas(16) char first_block_[kFirstBlock];
+  google::protobuf::Arena arena_;
+};
+
+// A ChangeBatch as read, on its arena: the applier's.
+struct InboundBatch {
+  std::unique_ptr<ReadArena> arena;
+  const peer::v1::ChangeBatch* batch = nullptr;  // on *arena
+};
+
 class LinkSession {
  public:
   // `peer`: the route's name (outbound) or the authenticated caller's name (inbound).
@@ -118,8 +149,9 @@ class LinkSession {
   // A commit moved the change log: the writer looks for entries to send.
   void NotifyCommit() ABSL_LOCKS_EXCLUDED(mu_);
   // The origins this node receives directly changed (Cluster::origins): the link holding
-  // this node's subscription to the peer tells it (OriginAdvert).
-  void NotifyOrigins() ABSL_LOCKS_EXCLUDED(mu_);
+  // this node's subscription to the peer tells it (OriginAdvert). `urgent`: more than an
+  // origin's `seq` moved (OriginBook::Update); else the advert may wait kAdvertInterval.
+  void NotifyOrigins(bool urgent) ABSL_LOCKS_EXCLUDED(mu_);
   // What this link received and applied (meaningful on the peer's claimed link).
   ReceiveStats receive_stats() ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
@@ -196,21 +228,25 @@ class LinkSession {
   absl::Status applier_error_ ABSL_GUARDED_BY(mu_);  // ends the session
 
   // Records, receiving side.
-  bool peer_records_ ABSL_GUARDED_BY(mu_) = false;  // the peer speaks records.v1
-  bool peer_echo_ ABSL_GUARDED_BY(mu_) = false;     // ... and records.echo.v1
-  bool peer_origins_ ABSL_GUARDED_BY(mu_) = false;  // ... and records.origins.v1
-  bool advert_hint_ ABSL_GUARDED_BY(mu_) = false;   // the origins changed (NotifyOrigins)
+  bool peer_records_ ABSL_GUARDED_BY(mu_) = false;   // the peer speaks records.v1
+  bool peer_echo_ ABSL_GUARDED_BY(mu_) = false;      // ... and records.echo.v1
+  bool peer_origins_ ABSL_GUARDED_BY(mu_) = false;   // ... and records.origins.v1
+  bool advert_hint_ ABSL_GUARDED_BY(mu_) = false;    // the origins changed (NotifyOrigins)
+  bool advert_urgent_ ABSL_GUARDED_BY(mu_) = false;  // ... and more than a `seq` moved
   // What this link told the peer of the origins this node receives directly, since the
   // Subscribe it sent (OriginBook::Diff), and when. The writer's alone.
   OriginMap advert_told_;
   absl::Time advert_sent_at_ = absl::InfinitePast();
-  bool advert_deferred_ = false;  // an advert of seq moves only waits for kAdvertInterval
+  // Within kAdvertInterval of the last advert: a `seq` move waits for the interval's end
+  // (only an urgent change wakes the writer before it).
+  bool advert_deferred_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t peer_log_id_ ABSL_GUARDED_BY(mu_) = 0;
   bool subscribed_ ABSL_GUARDED_BY(mu_) = false;  // this link holds the peer's claim
   std::deque<peer::v1::LinkMessage> outbox_ ABSL_GUARDED_BY(mu_);  // Subscribe, for the writer
-  std::deque<peer::v1::ChangeBatch> inbox_ ABSL_GUARDED_BY(mu_);   // for the applier
+  std::deque<InboundBatch> inbox_ ABSL_GUARDED_BY(mu_);            // for the applier
   uint64_t ack_no_ ABSL_GUARDED_BY(mu_) = 0;                       // last batch applied
   bool ack_due_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t ack_sent_no_ ABSL_GUARDED_BY(mu_) = 0;  // the last batch acked to the peer
   ReceiveStats receive_stats_ ABSL_GUARDED_BY(mu_);
 
   // Records, sending side.

@@ -3,16 +3,21 @@
 namespace cairn::replication {
 
 bool OriginBook::Update(const std::string& origin, const std::string& db,
-                        const std::optional<DirectOrigin>& direct) {
+                        const std::optional<DirectOrigin>& direct, bool* urgent) {
   absl::MutexLock lock(&mu_);
   OriginKey key(db, origin);
   auto it = origins_.find(key);
+  if (urgent != nullptr) *urgent = true;
   if (!direct.has_value()) {
     if (it == origins_.end()) return false;
     origins_.erase(it);
     return true;
   }
   if (it != origins_.end() && it->second == *direct) return false;
+  if (urgent != nullptr) {
+    *urgent = it == origins_.end() || it->second.since != direct->since ||
+              it->second.log_id != direct->log_id;
+  }
   origins_[std::move(key)] = *direct;
   return true;
 }

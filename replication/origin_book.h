@@ -23,9 +23,11 @@ using OriginMap = absl::btree_map<OriginKey, DirectOrigin>;
 class OriginBook {
  public:
   // The claimed subscription to `origin` applied a batch of `db`; `direct` is what it now
-  // allows (nullopt: nothing). True when that changed the book.
+  // allows (nullopt: nothing). True when that changed the book; `*urgent` (when given) then
+  // says whether more than the origin's `seq` moved (as in Diff).
   bool Update(const std::string& origin, const std::string& db,
-              const std::optional<DirectOrigin>& direct) ABSL_LOCKS_EXCLUDED(mu_);
+              const std::optional<DirectOrigin>& direct, bool* urgent = nullptr)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // The subscription to `origin` ended. True when that changed the book.
   bool Withdraw(const std::string& origin) ABSL_LOCKS_EXCLUDED(mu_);
   OriginMap Snapshot() const ABSL_LOCKS_EXCLUDED(mu_);

@@ -558,11 +558,12 @@ absl::Status ReceiverState::Apply(const peer::v1::ChangeBatch& batch,
   const std::string& db = batch.database();
   // A peer's value: a name this node could not hold would also split parked keys wrongly.
   CAIRN_RETURN_IF_ERROR(catalog::ValidateDatabaseName(db));
-  std::vector<ChangeEntry> entries;
+  // Read in place (issue 23 part 3): a batch's entries are not copied on their way in.
+  std::vector<const ChangeEntry*> entries;
   entries.reserve(batch.entries_size());
   for (const ChangeEntry& e : batch.entries()) {
     if (exclusions_.Excludes(db, e.table())) continue;  // R11, receiver's side
-    entries.push_back(e);
+    entries.push_back(&e);
   }
   DbProgress& p = progress_[db];
   // The cursor that goes into the same batch (R6). Refetch batches leave it alone.
@@ -617,7 +618,7 @@ absl::Status ReceiverState::Apply(const peer::v1::ChangeBatch& batch,
   ++batches_;
   entries_applied_ += stats.applied;
   entries_received_ += static_cast<uint64_t>(batch.entries_size());
-  for (const ChangeEntry& e : entries) p.newest_version = std::max(p.newest_version, e.version());
+  for (const ChangeEntry* e : entries) p.newest_version = std::max(p.newest_version, e->version());
   p.head = std::max(p.head, batch.head_seq());
   if (cursor.has_value()) {
     if (cursor->has_copy()) {
