@@ -227,10 +227,10 @@ Cluster::Cluster(catalog::LocalNode* node, ClusterOptions options)
     absl::MutexLock lock(&hook->mu);
     if (hook->cluster != nullptr) hook->cluster->OnCatalogChange();
   });
-  node_->log->SetCommitListener([hook = hook_] {
+  node_->log->SetCommitListener([hook = hook_](absl::string_view db, const std::string* origin) {
     // Shared: concurrent commits do not queue behind one another here (nor in OnCommit).
     absl::ReaderMutexLock lock(&hook->mu);
-    if (hook->cluster != nullptr) hook->cluster->OnCommit();
+    if (hook->cluster != nullptr) hook->cluster->OnCommit(db, origin);
   });
   anti_entropy_ = std::make_unique<AntiEntropy>(node_, this, options_.verify);
   absl::MutexLock lock(&mu_);
@@ -352,9 +352,9 @@ void Cluster::UpdateOrigin(const std::string& peer, const std::string& db,
   for (auto& session : sessions_) session->NotifyOrigins(urgent);
 }
 
-void Cluster::OnCommit() {
+void Cluster::OnCommit(absl::string_view db, const std::string* origin) {
   absl::ReaderMutexLock lock(&mu_);
-  for (auto& s : sessions_) s->NotifyCommit();
+  for (auto& s : sessions_) s->NotifyCommit(db, origin);
 }
 
 void Cluster::ConfigureServer(grpc::ServerBuilder* builder) {

@@ -8,7 +8,8 @@
 // side dialing the other) make two links; applying a snapshot twice changes nothing (R4).
 //
 // Records (R5-R8): every link also carries change streams both ways (LinkSession). A commit
-// on this node wakes every link's sender through the change log's listener (OnCommit).
+// on this node wakes every link's sender through the change log's listener (OnCommit), but
+// for one that only applied a peer's own writes (LinkSession::NotifyCommit).
 //
 // Lock order: membership_mu_ before ListenerHook::mu before Cluster::mu_ before
 // LinkSession::mu_. Only membership_mu_ is held across a storage write (a peer row, by
@@ -256,7 +257,9 @@ class Cluster {
   std::vector<PeerDropStatus> ForwardToAll(const peer::v1::ForwardRequest& request)
       ABSL_LOCKS_EXCLUDED(mu_);
   void OnCatalogChange() ABSL_LOCKS_EXCLUDED(mu_);
-  void OnCommit() ABSL_LOCKS_EXCLUDED(mu_);
+  // `origin`: every entry the commit made visible is that peer's own write, with its place in
+  // the peer's log (ReceiverState::Apply's tag); null: anything.
+  void OnCommit(absl::string_view db, const std::string* origin) ABSL_LOCKS_EXCLUDED(mu_);
   void TrimLoop() ABSL_LOCKS_EXCLUDED(mu_);  // log retention (R12), until Stop
   bool HasRouteIdLocked(uint64_t id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 

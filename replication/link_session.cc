@@ -38,8 +38,15 @@ void LinkSession::CatalogChanged() {
   refetch_check_ = true;
 }
 
-void LinkSession::NotifyCommit() {
+void LinkSession::NotifyCommit(absl::string_view db, const std::string* origin) {
   absl::MutexLock lock(&mu_);
+  // In a full mesh a receiver's applies are all of this kind: waking each link's writer for
+  // entries it will not send cost two wakeups per replicated batch.
+  if (origin != nullptr && serving_ &&
+      (*origin == peer_ ? !peer_echoes_ : peer_direct_.contains({std::string(db), *origin}))) {
+    data_later_ = true;
+    return;
+  }
   data_hint_ = true;
 }
 
@@ -255,10 +262,10 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
             },
             this),
         // Also a periodic look for databases created meanwhile; sooner while entries are
-        // held for the peer (OriginHolds::Expire) or an advert waits.
-        advert_deferred_    ? kAdvertInterval
-        : sender->holding() ? kHoldLimit / 4
-                            : absl::Seconds(1));
+        // held for the peer (OriginHolds::Expire) or may be (data_later_), or an advert waits.
+        advert_deferred_                   ? kAdvertInterval
+        : sender->holding() || data_later_ ? kHoldLimit / 4
+                                           : absl::Seconds(1));
     if (done_) return false;
     // Taken before dirty_ is cleared below: a change published after it sets dirty_ again
     // and causes exactly one more round (coalescing, R3).
@@ -278,12 +285,15 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
       ack_sent_no_ = ack_no_;
     }
     if (subscribe_.has_value()) {
+      peer_direct_.clear();  // the peer advertises again after each Subscribe
+      peer_echoes_ = subscribe_->echo_size() > 0;
       sender->Subscribe(*subscribe_);
       subscribe_.reset();
       serving_ = true;
       dirty_ = true;  // a fresh DB_SCHEMA round before the first batch
     }
     for (const peer::v1::Refetch& r : refetch_in_) {
+      peer_echoes_ = peer_echoes_ || r.echo_size() > 0;
       sender->Refetch(r);
       // R14: the peer needs our current definitions before the rows, whether or not they
       // changed since the last round (a marker there just retired its copy).
@@ -292,7 +302,16 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
     }
     refetch_in_.clear();
     if (serving_) {
-      for (const peer::v1::OriginAdvert& a : adverts_in_) sender->Advertise(a);
+      for (const peer::v1::OriginAdvert& a : adverts_in_) {
+        sender->Advertise(a);
+        for (const peer::v1::OriginAdvert::Origin& o : a.origins()) {
+          if (o.direct()) {
+            peer_direct_.emplace(o.database(), o.origin());
+          } else {
+            peer_direct_.erase({o.database(), o.origin()});
+          }
+        }
+      }
     }
     adverts_in_.clear();
     if (std::vector<std::string> due =
@@ -307,6 +326,7 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
     schema_options.attribute_markers = peer_attribute_markers_;
     dirty_ = false;
     data_hint_ = false;  // a commit from here on sets it again
+    data_later_ = false;
     window = kWindow - std::min(kWindow, sent_no_ - acked_no_);
   }
   for (const peer::v1::LinkMessage& m : out) {

@@ -35,6 +35,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_map.h"
 #include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -146,8 +147,11 @@ class LinkSession {
   absl::Status Run() ABSL_LOCKS_EXCLUDED(mu_);
   // The catalog changed: send another round of snapshots.
   void CatalogChanged() ABSL_LOCKS_EXCLUDED(mu_);
-  // A commit moved the change log: the writer looks for entries to send.
-  void NotifyCommit() ABSL_LOCKS_EXCLUDED(mu_);
+  // A commit moved `db`'s change log: the writer looks for entries to send. When every entry
+  // is `origin`'s own (non-null) and the peer gets none of them from this link (it is that
+  // origin, or advertised it: design 0004), the writer is not woken for them: it reads them
+  // within kHoldLimit / 4 (to hold what no advert covers yet), or sooner for another reason.
+  void NotifyCommit(absl::string_view db, const std::string* origin) ABSL_LOCKS_EXCLUDED(mu_);
   // The origins this node receives directly changed (Cluster::origins): the link holding
   // this node's subscription to the peer tells it (OriginAdvert). `urgent`: more than an
   // origin's `seq` moved (OriginBook::Update); else the advert may wait kAdvertInterval.
@@ -256,6 +260,11 @@ class LinkSession {
   bool refetch_check_ ABSL_GUARDED_BY(mu_) = false;  // the catalog changed: new refetches?
   bool serving_ ABSL_GUARDED_BY(mu_) = false;        // the peer subscribed on this link
   bool data_hint_ ABSL_GUARDED_BY(mu_) = true;       // maybe something to send
+  bool data_later_ ABSL_GUARDED_BY(mu_) = false;     // entries NotifyCommit did not wake for
+  // A mirror of what the writer's LogSender knows, for NotifyCommit: the (database, origin)
+  // pairs the peer advertises as direct, and whether it asked for echoes (decision 86).
+  absl::flat_hash_set<std::pair<std::string, std::string>> peer_direct_ ABSL_GUARDED_BY(mu_);
+  bool peer_echoes_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t sent_no_ ABSL_GUARDED_BY(mu_) = 0;
   absl::btree_map<std::string, uint64_t> log_needs_ ABSL_GUARDED_BY(mu_);
   uint64_t acked_no_ ABSL_GUARDED_BY(mu_) = 0;

@@ -1,5 +1,7 @@
 #include "replication/record_stream.h"
 
+#include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -600,8 +602,19 @@ absl::Status ReceiverState::Apply(const peer::v1::ChangeBatch& batch,
   };
   [[maybe_unused]] FaultRegistry* faults = node_->catalog->options().faults;  // hooks off: unused
   CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(faults, fault_points::kReplApplyBeforeCommit));
-  CAIRN_ASSIGN_OR_RETURN(catalog::ApplyStats stats,
-                         node_->records->ApplyPeerEntries(db, entries, extra, &parked));
+  // Only the peer's own writes, each with its place in the peer's log: the commit tells the
+  // senders so (Cluster::OnCommit), and those whose peers get them elsewhere stay asleep.
+  std::optional<storage::ChangeLog::TagScope> tag;
+  if (!batch.has_copy() && !batch.has_refetch() &&
+      std::all_of(entries.begin(), entries.end(), [&](const ChangeEntry* e) {
+        return e->origin() == peer_ && e->origin_seq() != 0;
+      })) {
+    tag.emplace(&peer_);
+  }
+  absl::StatusOr<catalog::ApplyStats> applied =
+      node_->records->ApplyPeerEntries(db, entries, extra, &parked);
+  tag.reset();
+  CAIRN_ASSIGN_OR_RETURN(catalog::ApplyStats stats, std::move(applied));
   if (stats.parked > 0) {
     spdlog::info("[{}] {} entr{} of '{}' from {} parked: table not live here yet (R17)",
                  node_->records->node_name(), stats.parked, stats.parked == 1 ? "y" : "ies", db,

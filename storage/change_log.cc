@@ -1,6 +1,7 @@
 #include "storage/change_log.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
@@ -10,8 +11,17 @@
 
 namespace cairn::storage {
 
+namespace {
+
+thread_local const std::string* current_tag = nullptr;  // ChangeLog::TagScope
+
+}  // namespace
+
+ChangeLog::TagScope::TagScope(const std::string* tag) { current_tag = tag; }
+ChangeLog::TagScope::~TagScope() { current_tag = nullptr; }
+
 ChangeLog::Reservation::~Reservation() {
-  if (seq_ != nullptr && count_ > 0) seq_->Release(first_);
+  if (seq_ != nullptr && count_ > 0) seq_->Release(first_, current_tag);
 }
 
 absl::StatusOr<uint64_t> ChangeLog::Sequencer::Reserve(uint64_t count, uint64_t now_ms,
@@ -72,16 +82,32 @@ void ChangeLog::Sequencer::set_floor_ms(uint64_t ms) {
   floor_ms_ = ms;
 }
 
-void ChangeLog::Sequencer::Release(uint64_t first) {
+void ChangeLog::Sequencer::Release(uint64_t first, const std::string* tag) {
   bool moved = false;
+  std::optional<std::string> told;  // the tag the listener gets (none: null)
   {
     absl::MutexLock lock(&mu_);
     pending_.erase(first);
     const uint64_t w = pending_.empty() ? next_ - 1 : pending_.begin()->first - 1;
     moved = w != watermark_;
     watermark_ = w;
+    // This run's tag joins those released before it and still waiting to become visible.
+    if (tag == nullptr || (waiting_ == Waiting::kOne && waiting_tag_ != *tag)) {
+      waiting_ = Waiting::kMixed;
+    } else if (waiting_ == Waiting::kNone) {
+      waiting_ = Waiting::kOne;
+      waiting_tag_ = *tag;
+    }
+    if (moved && waiting_ == Waiting::kOne) told = waiting_tag_;
+    if (pending_.empty()) {
+      // Every released run is visible now. (With runs still pending, one released above them
+      // is not: its tag stays for the next move, which may tell more than it shows, never
+      // less.)
+      waiting_ = Waiting::kNone;
+      waiting_tag_.clear();
+    }
   }
-  if (moved && owner_->listener_) owner_->listener_();
+  if (moved && owner_->listener_) owner_->listener_(db_, told.has_value() ? &*told : nullptr);
 }
 
 void ChangeLog::Sequencer::AddHole(uint64_t first, uint64_t last) {

@@ -73,8 +73,20 @@ class ChangeLog {
   uint64_t log_id() const { return log_id_; }
 
   // Called after a commit moved some database's watermark (the peer senders' wake-up), on
-  // the committing thread, with no ChangeLog lock held. Set once, before concurrent use.
-  void SetCommitListener(std::function<void()> listener) { listener_ = std::move(listener); }
+  // the committing thread, with no ChangeLog lock held: the database, and the tag of every
+  // commit the move made visible (TagScope) when they all had the same one, else null.
+  // Set once, before concurrent use.
+  using CommitListener = std::function<void(absl::string_view db, const std::string* tag)>;
+  void SetCommitListener(CommitListener listener) { listener_ = std::move(listener); }
+  // While one lives, the commits of this thread carry `tag` to the listener (a replica's
+  // applier names the peer whose own writes it applies, design 0004). Not nested.
+  class TagScope {
+   public:
+    explicit TagScope(const std::string* tag);
+    ~TagScope();
+    TagScope(const TagScope&) = delete;
+    TagScope& operator=(const TagScope&) = delete;
+  };
 
   // Every database that has a log (or had one: trimmed to nothing).
   std::vector<std::string> Databases() ABSL_LOCKS_EXCLUDED(mu_);
@@ -154,7 +166,8 @@ class ChangeLog {
     // reservation's or a horizon already published).
     absl::StatusOr<uint64_t> Reserve(uint64_t count, uint64_t now_ms, uint64_t* logged_ms)
         ABSL_LOCKS_EXCLUDED(mu_);
-    void Release(uint64_t first) ABSL_LOCKS_EXCLUDED(mu_);
+    // `tag`: this thread's TagScope's (null: none).
+    void Release(uint64_t first, const std::string* tag) ABSL_LOCKS_EXCLUDED(mu_);
     uint64_t trimmed() const ABSL_LOCKS_EXCLUDED(mu_);
     void set_trimmed(uint64_t t) ABSL_LOCKS_EXCLUDED(mu_);
     uint64_t watermark() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -185,6 +198,12 @@ class ChangeLog {
     std::map<uint64_t, uint64_t> holes_ ABSL_GUARDED_BY(mu_);  // first -> last, see AddHole
     // First seq of each unreleased run -> its logged_ms.
     std::map<uint64_t, uint64_t> pending_ ABSL_GUARDED_BY(mu_);
+    // The tags of the runs released since pending_ was last empty (some not visible yet),
+    // for the listener when the watermark moves: kNone, kOne (all had `waiting_tag_`), kMixed
+    // (an untagged run, or two tags).
+    enum class Waiting { kNone, kOne, kMixed };
+    Waiting waiting_ ABSL_GUARDED_BY(mu_) = Waiting::kNone;
+    std::string waiting_tag_ ABSL_GUARDED_BY(mu_);
     uint64_t watermark_ ABSL_GUARDED_BY(mu_);           // < every pending seq, <= next_ - 1
     uint64_t trimmed_ ABSL_GUARDED_BY(mu_);             // <= watermark_
     uint64_t last_logged_ms_ ABSL_GUARDED_BY(mu_) = 0;  // logged_ms never decreases with seq
@@ -213,9 +232,9 @@ class ChangeLog {
   void PublishHorizon() ABSL_LOCKS_EXCLUDED(mu_);
 
   Engine* const engine_;
-  uint64_t log_id_ = 0;             // set by Recover
-  std::function<void()> listener_;  // set once, before concurrent use
-  absl::Mutex trim_mu_;             // one Trim at a time
+  uint64_t log_id_ = 0;      // set by Recover
+  CommitListener listener_;  // set once, before concurrent use
+  absl::Mutex trim_mu_;      // one Trim at a time
   absl::Mutex mu_;
   // Never erased: Reservations hold raw pointers.
   absl::flat_hash_map<std::string, std::unique_ptr<Sequencer>> dbs_ ABSL_GUARDED_BY(mu_);

@@ -1,5 +1,9 @@
 #include "storage/change_log.h"
 
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "storage/keys.h"
 #include "tests/testing/testing.h"
 
@@ -53,6 +57,63 @@ TEST_F(ChangeLogTest, WatermarkWaitsForEarlierReservations) {
   a.reset();
   EXPECT_EQ(log_->CommittedSeq("db"), 5u);
   EXPECT_EQ(log_->CommittedSeq("other"), 0u);
+}
+
+// Design 0004: a commit tagged with the peer whose own writes it applied lets the senders
+// that need none of them sleep. A watermark move that also shows an untagged commit (a local
+// write) or another tag must wake everyone: the listener gets the tag only when every run the
+// move makes visible had it.
+TEST_F(ChangeLogTest, ACommitsTagReachesTheListenerOnlyWhenEveryRunItShowsHadIt) {
+  std::vector<std::string> told;  // the tag of each call, "-" for none
+  log_->SetCommitListener([&](absl::string_view db, const std::string* tag) {
+    EXPECT_EQ(db, "db");
+    told.push_back(tag == nullptr ? "-" : *tag);
+  });
+  const std::string n2 = "n2", n3 = "n3";
+  auto release = [&](std::unique_ptr<ChangeLog::Reservation>* r, const std::string* tag) {
+    ChangeLog::TagScope scope(tag);
+    Commit("db", **r);
+    r->reset();
+  };
+  auto reserve = [&] { return std::make_unique<ChangeLog::Reservation>(Reserve("db", 1)); };
+
+  auto a = reserve();
+  release(&a, &n2);
+  EXPECT_THAT(told, ::testing::ElementsAre("n2"));
+
+  // A local write released behind a pending apply shows with it: no tag.
+  told.clear();
+  a = reserve();
+  auto b = reserve();
+  release(&b, nullptr);
+  EXPECT_THAT(told, ::testing::IsEmpty());
+  release(&a, &n2);
+  EXPECT_THAT(told, ::testing::ElementsAre("-"));
+
+  // Released above a run still pending, it stays unseen after the first move and counts for
+  // the next one.
+  told.clear();
+  a = reserve();
+  b = reserve();
+  auto c = reserve();
+  release(&c, nullptr);
+  release(&a, &n2);
+  release(&b, &n2);
+  EXPECT_THAT(told, ::testing::ElementsAre("-", "-"));
+
+  // Two peers' applies shown by one move: no tag.
+  told.clear();
+  a = reserve();
+  b = reserve();
+  release(&b, &n3);
+  release(&a, &n2);
+  EXPECT_THAT(told, ::testing::ElementsAre("-"));
+
+  // And back to one tag once everything released is visible.
+  told.clear();
+  a = reserve();
+  release(&a, &n3);
+  EXPECT_THAT(told, ::testing::ElementsAre("n3"));
 }
 
 TEST_F(ChangeLogTest, UncommittedReservationLeavesAGap) {
