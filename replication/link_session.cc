@@ -262,10 +262,11 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
             },
             this),
         // Also a periodic look for databases created meanwhile; sooner while entries are
-        // held for the peer (OriginHolds::Expire) or may be (data_later_), or an advert waits.
-        advert_deferred_                   ? kAdvertInterval
-        : sender->holding() || data_later_ ? kHoldLimit / 4
-                                           : absl::Seconds(1));
+        // held for the peer (OriginHolds::Expire) or may be (NotifyCommit may skip a wake
+        // for them), or an advert waits.
+        advert_deferred_                                            ? kAdvertInterval
+        : sender->holding() || data_later_ || !peer_direct_.empty() ? kHoldLimit / 4
+                                                                    : absl::Seconds(1));
     if (done_) return false;
     // Taken before dirty_ is cleared below: a change published after it sets dirty_ again
     // and causes exactly one more round (coalescing, R3).
@@ -285,7 +286,7 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
       ack_sent_no_ = ack_no_;
     }
     if (subscribe_.has_value()) {
-      peer_direct_.clear();  // the peer advertises again after each Subscribe
+      peer_direct_.clear();  // nothing is skipped until the peer advertises again
       peer_echoes_ = subscribe_->echo_size() > 0;
       sender->Subscribe(*subscribe_);
       subscribe_.reset();
@@ -302,16 +303,7 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
     }
     refetch_in_.clear();
     if (serving_) {
-      for (const peer::v1::OriginAdvert& a : adverts_in_) {
-        sender->Advertise(a);
-        for (const peer::v1::OriginAdvert::Origin& o : a.origins()) {
-          if (o.direct()) {
-            peer_direct_.emplace(o.database(), o.origin());
-          } else {
-            peer_direct_.erase({o.database(), o.origin()});
-          }
-        }
-      }
+      for (const peer::v1::OriginAdvert& a : adverts_in_) sender->Advertise(a);
     }
     adverts_in_.clear();
     if (std::vector<std::string> due =
@@ -397,9 +389,15 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
   const bool stale = sender->TakeStaleSnapshot(), more = sender->TakeMore();
   const bool again = stale || more || full;
   absl::btree_map<std::string, uint64_t> needs = sender->Needs();
+  auto skipping = sender->Skipping();  // after this round's adverts and timeouts
   absl::MutexLock lock(&mu_);
   if (again) data_hint_ = true;
   log_needs_ = std::move(needs);
+  if (skipping != peer_direct_) {
+    // A wake skipped under the old set may have been for entries it now sends: read again.
+    if (data_later_) data_hint_ = true;
+    peer_direct_ = std::move(skipping);
+  }
   return true;
 }
 

@@ -22,7 +22,8 @@
 //      The writer serves the peer's Subscribe (LogSender): every batch goes after a DB_SCHEMA
 //      round of a catalog snapshot at least as new as the one the batch was read against, so
 //      a peer always knows a table before its rows; at most kWindow batches are unacked (R12).
-//      A commit wakes the writer (NotifyCommit).
+//      A commit wakes the writer (NotifyCommit), unless it only applied writes of an origin
+//      whose entries the writer would skip for this peer.
 // Threads: Run's (reads), the writer, the applier. The session ends when the stream does,
 // or on Cancel().
 #pragma once
@@ -114,7 +115,7 @@ class LinkStream {
 };
 
 // Where the link's reader parses each message (issue 23 part 3): an arena whose first block
-// is its own, so a message other than a batch (an ack, an advert) costs no allocation, and a
+// is its own, so parsing a small message (an ack) allocates nothing, and a
 // ChangeBatch's entries take a few blocks instead of several allocations each. A batch goes
 // to the applier with its arena, which frees it whole.
 class ReadArena {
@@ -262,7 +263,8 @@ class LinkSession {
   bool data_hint_ ABSL_GUARDED_BY(mu_) = true;       // maybe something to send
   bool data_later_ ABSL_GUARDED_BY(mu_) = false;     // entries NotifyCommit did not wake for
   // A mirror of what the writer's LogSender knows, for NotifyCommit: the (database, origin)
-  // pairs the peer advertises as direct, and whether it asked for echoes (decision 86).
+  // pairs whose entries it skips (OriginHolds::Skipping, after each round), and whether the
+  // peer asked for echoes (decision 86).
   absl::flat_hash_set<std::pair<std::string, std::string>> peer_direct_ ABSL_GUARDED_BY(mu_);
   bool peer_echoes_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t sent_no_ ABSL_GUARDED_BY(mu_) = 0;

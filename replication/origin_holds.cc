@@ -22,6 +22,16 @@ bool OriginHolds::holding() const {
   return false;
 }
 
+absl::flat_hash_set<std::pair<std::string, std::string>> OriginHolds::Skipping() const {
+  absl::flat_hash_set<std::pair<std::string, std::string>> out;
+  for (const auto& [name, db] : dbs_) {
+    for (const auto& [origin, held] : db.origins) {
+      if (held.direct && !held.timed_out) out.emplace(name, origin);
+    }
+  }
+  return out;
+}
+
 void OriginHolds::Cover(Held& held, uint64_t seq) {
   if (seq <= held.seq) return;
   held.seq = seq;

@@ -38,6 +38,7 @@
 
 #include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "cairn/peer/v1/peer.pb.h"
@@ -63,6 +64,9 @@ class OriginHolds {
   bool advertised() const { return advertised_; }
   // Entries are held somewhere (the caller looks again within the hold limit).
   bool holding() const;
+  // The (database, origin) pairs whose entries Classify may skip now: advertised as direct
+  // and not relayed again after a timeout.
+  absl::flat_hash_set<std::pair<std::string, std::string>> Skipping() const;
 
   // A full copy of `db` starts: it carries every row, so nothing of `db` stays held.
   void ResetDatabase(const std::string& db);

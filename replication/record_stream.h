@@ -74,6 +74,9 @@ class LogSender {
   void Advertise(const peer::v1::OriginAdvert& advert) { holds_.Advertise(advert); }
   // Entries are held for the peer: the caller calls Next again within the hold limit.
   bool holding() const { return holds_.holding(); }
+  absl::flat_hash_set<std::pair<std::string, std::string>> Skipping() const {
+    return holds_.Skipping();
+  }
 
   // Per database, the first log entry this peer still needs: after its cursor, or after a
   // full copy's target (the copy's tail). The log keeps them while it can (R17, Trim).

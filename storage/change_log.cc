@@ -17,8 +17,10 @@ thread_local const std::string* current_tag = nullptr;  // ChangeLog::TagScope
 
 }  // namespace
 
-ChangeLog::TagScope::TagScope(const std::string* tag) { current_tag = tag; }
-ChangeLog::TagScope::~TagScope() { current_tag = nullptr; }
+ChangeLog::TagScope::TagScope(const std::string* tag) : previous_(current_tag) {
+  current_tag = tag;
+}
+ChangeLog::TagScope::~TagScope() { current_tag = previous_; }
 
 ChangeLog::Reservation::~Reservation() {
   if (seq_ != nullptr && count_ > 0) seq_->Release(first_, current_tag);

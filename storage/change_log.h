@@ -79,13 +79,16 @@ class ChangeLog {
   using CommitListener = std::function<void(absl::string_view db, const std::string* tag)>;
   void SetCommitListener(CommitListener listener) { listener_ = std::move(listener); }
   // While one lives, the commits of this thread carry `tag` to the listener (a replica's
-  // applier names the peer whose own writes it applies, design 0004). Not nested.
+  // applier names the peer whose own writes it applies, design 0004); an inner one wins.
   class TagScope {
    public:
     explicit TagScope(const std::string* tag);
     ~TagScope();
     TagScope(const TagScope&) = delete;
     TagScope& operator=(const TagScope&) = delete;
+
+   private:
+    const std::string* const previous_;
   };
 
   // Every database that has a log (or had one: trimmed to nothing).

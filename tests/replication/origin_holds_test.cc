@@ -112,7 +112,10 @@ TEST(OriginHoldsTest, ANewSinceSendsWhatWasHeld) {
 TEST(OriginHoldsTest, AHoldThePeerDoesNotCoverInTimeIsSentAndTheOriginRelayed) {
   FakeClock clock;
   OriginHolds holds(absl::Milliseconds(500), clock.fn());
+  using Pairs = absl::flat_hash_set<std::pair<std::string, std::string>>;
+  EXPECT_EQ(holds.Skipping(), Pairs{});
   holds.Advertise(Advert("a", 0, 0));
+  EXPECT_EQ(holds.Skipping(), Pairs({{kDb, "a"}}));
   EXPECT_EQ(holds.Classify(kDb, 1, "a", false, 1, kLogA), Verdict::kSkip);
   EXPECT_EQ(holds.Classify(kDb, 2, "a", false, 2, kLogA), Verdict::kSkip);
   holds.Commit(kDb, 2);
@@ -126,9 +129,12 @@ TEST(OriginHoldsTest, AHoldThePeerDoesNotCoverInTimeIsSentAndTheOriginRelayed) {
   EXPECT_EQ(holds.Classify(kDb, 2, "a", false, 2, kLogA), Verdict::kSend);
   EXPECT_EQ(holds.Classify(kDb, 3, "a", false, 3, kLogA), Verdict::kSend) << "relayed now";
   holds.Commit(kDb, 3);
+  // A commit of the origin's writes must wake the link's writer again (LinkSession's mirror).
+  EXPECT_EQ(holds.Skipping(), Pairs{});
   // Skipping resumes once the peer has what was read of the origin by the timeout.
   holds.Advertise(Advert("a", 0, 2));
   EXPECT_EQ(holds.Classify(kDb, 4, "a", false, 4, kLogA), Verdict::kSkip);
+  EXPECT_EQ(holds.Skipping(), Pairs({{kDb, "a"}}));
 }
 
 TEST(OriginHoldsTest, SkippedEntriesAfterAnEarlyEndAreReadAgain) {
