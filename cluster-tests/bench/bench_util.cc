@@ -34,14 +34,19 @@ void Die(const std::string& what) {
 }
 
 std::unique_ptr<harness::Cluster> StartCluster(const std::string& cairnd,
-                                               std::vector<std::string> names) {
+                                               harness::ClusterOptions options) {
   if (!cairnd.empty()) setenv("CAIRND", cairnd.c_str(), 1);  // harness::CairndPath()
-  harness::ClusterOptions options;
-  options.names = std::move(names);
-  options.test_hooks = false;
   auto cluster = harness::Cluster::Start(std::move(options));
   if (!cluster.ok()) Die("could not start the nodes: " + cluster.status().ToString());
   return std::move(*cluster);
+}
+
+std::unique_ptr<harness::Cluster> StartCluster(const std::string& cairnd,
+                                               std::vector<std::string> names) {
+  harness::ClusterOptions options;
+  options.names = std::move(names);
+  options.test_hooks = false;
+  return StartCluster(cairnd, std::move(options));
 }
 
 std::unique_ptr<httplib::Client> NewClient(const Target& t) {

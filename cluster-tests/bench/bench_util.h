@@ -43,6 +43,9 @@ void AddCommonFlags(CLI::App* app, CommonFlags* flags, bool series = false);
 // Starts the benchmark's nodes through the cluster harness: `names`, linked both ways, no
 // test hooks, running `cairnd` (when not empty) instead of the binary built with the harness.
 // Exits with a message when they do not come up.
+// As above, with the harness's options as given (test hooks, extra flags).
+std::unique_ptr<harness::Cluster> StartCluster(const std::string& cairnd,
+                                               harness::ClusterOptions options);
 std::unique_ptr<harness::Cluster> StartCluster(const std::string& cairnd,
                                                std::vector<std::string> names = {"n1", "n2", "n3"});
 

@@ -75,13 +75,12 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   const json machine = cairn::bench::MachineState();
-  if (!flags.cairnd.empty()) setenv("CAIRND", flags.cairnd.c_str(), 1);
   cairn::harness::ClusterOptions options;
   options.names = {"n1", "n2", "n3"};
   options.test_hooks = true;  // cut_link
-  auto started = cairn::harness::Cluster::Start(options);
-  if (!started.ok()) Die("could not start the nodes: " + started.status().ToString());
-  cairn::harness::Cluster& cluster = **started;
+  std::unique_ptr<cairn::harness::Cluster> started =
+      cairn::bench::StartCluster(flags.cairnd, std::move(options));
+  cairn::harness::Cluster& cluster = *started;
   const Target n1 = cluster.node("n1").endpoint(), n2 = cluster.node("n2").endpoint(),
                n3 = cluster.node("n3").endpoint();
   cairn::bench::CreateTable(n1, kTable);

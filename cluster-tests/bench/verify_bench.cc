@@ -98,14 +98,13 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   const json machine = cairn::bench::MachineState();
-  if (!flags.cairnd.empty()) setenv("CAIRND", flags.cairnd.c_str(), 1);
   cairn::harness::ClusterOptions options;
   options.names = {"n1", "n2"};
   options.test_hooks = true;  // set_fault holds the senders for the repair measurement
   options.args = {"--verify-interval", "0", "--verify-rate", absl::StrCat(verify_rate)};
-  auto started = cairn::harness::Cluster::Start(options);
-  if (!started.ok()) Die("could not start the nodes: " + started.status().ToString());
-  cairn::harness::Cluster& cluster = **started;
+  std::unique_ptr<cairn::harness::Cluster> started =
+      cairn::bench::StartCluster(flags.cairnd, std::move(options));
+  cairn::harness::Cluster& cluster = *started;
   const Target n1 = cluster.node("n1").endpoint();
   const Target n2 = cluster.node("n2").endpoint();
   cairn::bench::CreateTable(n1, kTable);
