@@ -33,6 +33,7 @@ if [ "$quick" = 1 ]; then
   ceiling=(--seconds 0.3)
   node=(--seconds 0.3)
   replication=(--records 3000 --seconds 1 --catchup 2000)
+  replication5=(--records 3000 --seconds 1 --catchup 2000)
   handover=(--cut-seconds 1 --window 1)
   copy=(--records 5000)
   cluster=(--repeats 2 --records 2000)
@@ -43,21 +44,28 @@ if [ "$quick" = 1 ]; then
   schema=(--tables 100 --bucket 50 --sample 5)
 else
   ceiling=() node=() replication=() handover=() copy=() cluster=() drop=() verify=() strip=() search=()
+  replication5=(--records 100000)
   schema=(--tables 2000 --bucket 500)
 fi
 
 echo "load before the run: $(cat /proc/loadavg)"
 # One benchmark: its table on stdout (its one-line JSON goes to $out/<name>.json instead).
 run() {
-  local name=$1
-  shift
+  run_as "$1" "$@"
+}
+# The same, its JSON in $out/<as>.json: for a second run of one benchmark.
+run_as() {
+  local as=$1 name=$2
+  shift 2
   echo
   echo "== ${name}_bench $*"
-  "$bin/${name}_bench" --json "$out/$name.json" "$@" | grep -v '^{'
+  "$bin/${name}_bench" --json "$out/$as.json" "$@" | grep -v '^{'
 }
 run ceiling "${ceiling[@]}"
 run node "${node[@]}"
 run replication --series "$out" "${replication[@]}"
+# Issue 23: the five-node mesh's figure beside the three nodes' (all five share this machine).
+run_as replication5 replication --nodes 5 "${replication5[@]}"
 run handover "${handover[@]}"
 run copy --series "$out" "${copy[@]}"
 run cluster "${cluster[@]}"
