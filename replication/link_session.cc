@@ -15,7 +15,7 @@
 
 namespace cairn::replication {
 
-google::protobuf::ArenaOptions ReadArena::Options(char* first) {
+google::protobuf::ArenaOptions MessageArena::Options(char* first) {
   google::protobuf::ArenaOptions o;
   o.initial_block = first;
   o.initial_block_size = kFirstBlock;
@@ -24,8 +24,8 @@ google::protobuf::ArenaOptions ReadArena::Options(char* first) {
   return o;
 }
 
-peer::v1::LinkMessage* ReadArena::Fresh() {
-  arena_.Reset();  // keeps the first block (ours)
+peer::v1::LinkMessage* MessageArena::Fresh() {
+  Clear();  // keeps the first block (ours)
   return google::protobuf::Arena::CreateMessage<peer::v1::LinkMessage>(&arena_);
 }
 
@@ -360,10 +360,12 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
       cluster_->node()->catalog->options().faults;  // hooks off: unused
   // A schema change landing between the snapshot and the log read (R15 handles it).
   if (!CAIRN_FAULT(faults, fault_points::kReplSendAfterSnapshot).ok()) return false;
-  std::optional<peer::v1::LinkMessage> ready;
+  // Each batch on its own arena (send_arenas_), freed whole when the one after the next is
+  // read: freeing a batch of a thousand entries one by one took as long as reading it.
+  peer::v1::LinkMessage* ready = nullptr;
   bool full = true;
   for (uint64_t n = 0; n < window; ++n) {
-    peer::v1::LinkMessage m;
+    peer::v1::LinkMessage& m = *send_arenas_[n % 2].Fresh();  // not `ready`'s: that is n - 1's
     absl::StatusOr<bool> produced = sender->Next(*snap, m.mutable_change_batch());
     if (!produced.ok()) {
       spdlog::error("[{}] reading the change log for {}: {}", cluster_->options().node_name, peer_,
@@ -379,11 +381,12 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
       m.mutable_change_batch()->set_batch_no(++sent_no_);
       log_needs_ = sender->Needs();  // a copy just started must keep its tail from now on
     }
-    if (ready.has_value() && !stream_->Write(*ready, /*more_follows=*/true)) return false;
+    if (ready != nullptr && !stream_->Write(*ready, /*more_follows=*/true)) return false;
     if (!CAIRN_FAULT(faults, fault_points::kReplSendBatch).ok()) return false;
-    ready = std::move(m);
+    ready = &m;
   }
-  if (ready.has_value() && !stream_->Write(*ready)) return false;
+  if (ready != nullptr && !stream_->Write(*ready)) return false;
+  for (MessageArena& arena : send_arenas_) arena.Clear();  // an idle link keeps no batch
   // The window filled: there may be more once it opens. Or the sender stopped before an
   // entry of a table `snap` lacks (R15): the next round sends a newer snapshot, then it.
   const bool stale = sender->TakeStaleSnapshot(), more = sender->TakeMore();
@@ -597,9 +600,9 @@ absl::Status LinkSession::Run() {
   });
   absl::StatusOr<bool> hello = ReadHello();
   absl::Status why = hello.status();
-  std::unique_ptr<ReadArena> arena;
+  std::unique_ptr<MessageArena> arena;
   while (hello.ok() && *hello && why.ok()) {
-    if (arena == nullptr) arena = std::make_unique<ReadArena>();  // the last went with a batch
+    if (arena == nullptr) arena = std::make_unique<MessageArena>();  // the last went with a batch
     peer::v1::LinkMessage& m = *arena->Fresh();
     if (!stream_->Read(&m)) break;
     switch (m.body_case()) {

@@ -28,6 +28,7 @@
 // or on Cancel().
 #pragma once
 
+#include <array>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -114,17 +115,20 @@ class LinkStream {
   virtual absl::Status Finish() = 0;
 };
 
-// Where the link's reader parses each message (issue 23 part 3): an arena whose first block
-// is its own, so parsing a small message (an ack) allocates nothing, and a
-// ChangeBatch's entries take a few blocks instead of several allocations each. A batch goes
-// to the applier with its arena, which frees it whole.
-class ReadArena {
+// An arena for one LinkMessage at a time (issue 23 part 3), whose first block is its own, so a
+// small message (an ack) allocates nothing and a ChangeBatch's entries take a few blocks
+// instead of several allocations each. The link's reader parses each message into one; a
+// batch goes to the applier with its arena, which frees it whole. The writer builds its
+// batches in two, alternately (one is being written while the next is read from the log).
+class MessageArena {
  public:
-  ReadArena() : arena_(Options(first_block_)) {}
-  ReadArena(const ReadArena&) = delete;
-  ReadArena& operator=(const ReadArena&) = delete;
+  MessageArena() : arena_(Options(first_block_)) {}
+  MessageArena(const MessageArena&) = delete;
+  MessageArena& operator=(const MessageArena&) = delete;
   // An empty LinkMessage on the arena, after freeing whatever the arena held.
   peer::v1::LinkMessage* Fresh();
+  // Frees whatever the arena held but its first block.
+  void Clear() { arena_.Reset(); }
 
  private:
   static google::protobuf::ArenaOptions Options(char* first);
@@ -135,7 +139,7 @@ class ReadArena {
 
 // A ChangeBatch as read, on its arena: the applier's.
 struct InboundBatch {
-  std::unique_ptr<ReadArena> arena;
+  std::unique_ptr<MessageArena> arena;
   const peer::v1::ChangeBatch* batch = nullptr;  // on *arena
 };
 
@@ -242,6 +246,8 @@ class LinkSession {
   // Subscribe it sent (OriginBook::Diff), and when. The writer's alone.
   OriginMap advert_told_;
   absl::Time advert_sent_at_ = absl::InfinitePast();
+  // Where the writer builds its ChangeBatches (WriteRound), alternately. The writer's alone.
+  std::array<MessageArena, 2> send_arenas_;
   // Within kAdvertInterval of the last advert: a `seq` move waits for the interval's end
   // (only an urgent change wakes the writer before it).
   bool advert_deferred_ ABSL_GUARDED_BY(mu_) = false;

@@ -80,6 +80,11 @@ if [ "$quick" = 0 ] && [ -x "$build/bench/record_bench" ]; then
   "$build/bench/record_bench" --benchmark_out="$out/record_bench.json" \
     --benchmark_out_format=json
 fi
+if [ "$quick" = 0 ] && [ -x "$build/bench/send_bench" ]; then
+  echo
+  echo "== send_bench (unit benchmark of a link's sending side)"
+  "$build/bench/send_bench" --benchmark_out="$out/send_bench.json" --benchmark_out_format=json
+fi
 
 echo
 "$bin/bench_report" "$out"
