@@ -5,7 +5,7 @@
 # with all nodes and the load generator sharing it; the machine's load is recorded before
 # each benchmark and a busy machine is flagged. See README "Performance".
 #
-#   scripts/bench.sh              # everything, about 5 minutes; results in build/bench/results/
+#   scripts/bench.sh              # everything, about 11 minutes; results in build/bench/results/
 #   scripts/bench.sh --plot       # also draws the plots into docs/perf/ (gnuplot)
 #   scripts/bench.sh --quick      # tiny sizes: checks the suite end to end (ctest bench_smoke)
 #   CAIRN_BENCH_OUT=DIR scripts/bench.sh
