@@ -73,6 +73,8 @@ inline constexpr uint64_t kWindow = 8;
 // it, and a trickle of single-write batches does not cost a message and two thread wakeups
 // per batch back to the sender.
 inline constexpr uint64_t kAckEvery = kWindow / 2;
+static_assert(kAckEvery >= 1 && kAckEvery <= kWindow,
+              "a sender with a full window must always have an ack on its way (R12)");
 // How long a database's digest may differ from the peer's before this end asks for the
 // peer's whole DbSchema of it, and the longest it then waits between two requests.
 inline constexpr absl::Duration kSchemaResyncAfter = absl::Seconds(2);
