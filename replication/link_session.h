@@ -121,7 +121,8 @@ class LinkStream {
 // small message (an ack) allocates nothing and a ChangeBatch's entries take a few blocks
 // instead of several allocations each. The link's reader parses each message into one; a
 // batch goes to the applier with its arena, which frees it whole. The writer builds its
-// batches in two, alternately (one is being written while the next is read from the log).
+// batches in two, alternately (it writes a batch only after reading the next, so that one
+// is written with gRPC's buffer hint).
 class MessageArena {
  public:
   MessageArena() : arena_(Options(first_block_)) {}
