@@ -52,7 +52,13 @@ else
 fi
 
 cmake --build "$build" -j "$jobs"
-ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@"
+rc=0
+ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@" || rc=$?
+if [ "$rc" != 0 ]; then
+  # Why each test failed, once more at the end, where a run's tail shows it.
+  "$root/scripts/failure_digest.sh" "$build/Testing/Temporary/LastTest.log" | head -400
+  exit "$rc"
+fi
 # What the random schedule's seeds opened: ctest keeps passing tests' output in its log.
 if [ -f "$build/Testing/Temporary/LastTest.log" ]; then
   "$root/cluster-tests/probes.sh" "$build/Testing/Temporary/LastTest.log"
