@@ -196,6 +196,10 @@ void AddReplicationMetrics(Metrics* metrics, replication::Cluster* cluster) {
       {"cairn_replication_entries_duplicate_total",
        "Entries received from peers that this node already held (D5 identity ties).", "counter",
        [cluster] { return static_cast<double>(cluster->entries_duplicate()); }});
+  metrics->AddExternal(
+      {"cairn_replication_links_failed_total",
+       "Peer links that ended with an error (a peer gone, a cut, a closed transport).", "counter",
+       [cluster] { return static_cast<double>(cluster->links_failed()); }});
   metrics->AddExternal({"cairn_replication_full_copies_active",
                         "Full copies (R7) this node is receiving.", "gauge", [cluster] {
                           double n = 0;
@@ -207,14 +211,14 @@ void AddReplicationMetrics(Metrics* metrics, replication::Cluster* cluster) {
 }
 
 // The peer port: the Peer service (Link and Forward) of the cluster.
-absl::StatusOr<std::unique_ptr<grpc::Server>> StartPeerServer(
-    const HostPort& listen, grpc::Service* service,
-    std::shared_ptr<grpc::ServerCredentials> credentials, HostPort* bound) {
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartPeerServer(const HostPort& listen,
+                                                              replication::Cluster* cluster,
+                                                              HostPort* bound) {
   grpc::ServerBuilder builder;
-  builder.RegisterService(service);
-  replication::Cluster::ConfigureServer(&builder);
+  builder.RegisterService(cluster->service());
+  cluster->ConfigureServer(&builder);
   int port = 0;
-  builder.AddListeningPort(listen.ToString(), std::move(credentials), &port);
+  builder.AddListeningPort(listen.ToString(), cluster->ServerCredentials(), &port);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     return Error(ErrorCode::kInternal,
@@ -396,8 +400,7 @@ int Run(const NodeConfig& config) {
   if (!ops.ok()) return fail("operations API", ops.status());
 
   HostPort peer;
-  auto peer_server =
-      StartPeerServer(config.peer_listen, cluster.service(), cluster.ServerCredentials(), &peer);
+  auto peer_server = StartPeerServer(config.peer_listen, &cluster, &peer);
   if (!peer_server.ok()) return fail("peer port", peer_server.status());
 
   if (config.admin_password.empty()) {

@@ -28,6 +28,8 @@ constexpr char kReplicatedFromHeader[] = "cairn-replicated-from";
 // A ChangeBatch holds up to 1 MiB of bodies plus one row; a row may be as large as a request
 // body (--max-body-bytes, 10 MiB by default), the default 4 MiB limit is not enough.
 constexpr int kMaxMessageBytes = 256 << 20;
+// A keepalive ping unanswered this long ends the connection (decision 113).
+constexpr int kKeepaliveTimeoutMs = 5'000;
 
 grpc::Status ToGrpc(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
@@ -357,9 +359,23 @@ void Cluster::OnCommit(absl::string_view db, const std::string* origin) {
   for (auto& s : sessions_) s->NotifyCommit(db, origin);
 }
 
-void Cluster::ConfigureServer(grpc::ServerBuilder* builder) {
+void Cluster::ConfigureServer(grpc::ServerBuilder* builder) const {
   builder->SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder->SetMaxSendMessageSize(kMaxMessageBytes);
+  // Decision 113: a peer's channel pings every `keepalive` on a quiet link (ChannelTo).
+  // gRPC's server defaults (a ping without data once per 5 minutes, none without a call) would
+  // count those as strikes and close the connection at the third with GOAWAY "too many
+  // pings", failing every call on it: the link, and a verify or forwarded drop under way. A
+  // peer may ping at twice our own rate (its setting may be shorter, its timer early); one
+  // pinging faster still gets the default two strikes, so a flood of pings is still cut off.
+  const int ms = static_cast<int>(absl::ToInt64Milliseconds(options_.keepalive));
+  builder->AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                              std::max(1, ms / 2));
+  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // This side pings too: a dialer that went silent ends the accepted link as well.
+  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, ms);
+  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
+  builder->AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
 }
 
 Exclusions Cluster::ExclusionsFor(const std::string& peer) const {
@@ -554,6 +570,7 @@ void Cluster::Unregister(const LinkSession* s, const absl::Status& why, bool con
   PeerState& state = peers_[s->peer()];
   if (connected) --state.links;
   if (!why.ok() && !stopping_.load()) {
+    links_failed_.fetch_add(1);
     state.last_error = why.ToString();
     spdlog::info("[{}] link with {} ended: {}", options_.node_name, s->peer(), why.ToString());
   }
@@ -606,9 +623,14 @@ std::shared_ptr<grpc::Channel> Cluster::ChannelTo(const PeerRoute& route) {
                 static_cast<int>(absl::ToInt64Milliseconds(options_.backoff_initial)));
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
                 static_cast<int>(absl::ToInt64Milliseconds(options_.backoff_max)));
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);  // notice a silent peer
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
+    // Notice a silent peer (decision 113; the peer's server allows this rate): every
+    // `keepalive`, calls or none, data or none (by default gRPC stops after two pings
+    // without data, and a quiet link's dead peer would go unnoticed).
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS,
+                static_cast<int>(absl::ToInt64Milliseconds(options_.keepalive)));
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
     args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
     args.SetMaxReceiveMessageSize(kMaxMessageBytes);
     args.SetMaxSendMessageSize(kMaxMessageBytes);
     std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();

@@ -62,6 +62,11 @@ struct ClusterOptions {
   std::string tls_cert, tls_key, tls_ca;
   absl::Duration backoff_initial = absl::Milliseconds(50);
   absl::Duration backoff_max = absl::Seconds(5);
+  // How often a link's channel pings a peer that sent nothing (a peer that does not answer
+  // within 5 s is down), and so how often this node's server lets a peer ping it. The two
+  // must agree: gRPC's server default allows one ping per 5 minutes on a quiet connection and
+  // ends it ("too many pings") at the third, with every call on it (decision 113).
+  absl::Duration keepalive = absl::Seconds(10);
   // Longer than a peer's drop drain budget (10 s by default, C9), so that a drop that
   // completes there is not reported failed here.
   absl::Duration forward_timeout = absl::Seconds(15);
@@ -124,8 +129,9 @@ class Cluster {
   grpc::Service* service();
   // Credentials for the peer port: mutual TLS when configured, else plaintext.
   std::shared_ptr<grpc::ServerCredentials> ServerCredentials() const;
-  // Server settings the links need (message size: one record may be as large as a request).
-  static void ConfigureServer(grpc::ServerBuilder* builder);
+  // Server settings the links need: message size (one record may be as large as a request)
+  // and the keepalive pings the peers' channels send (decision 113).
+  void ConfigureServer(grpc::ServerBuilder* builder) const;
   bool tls() const { return !options_.tls_cert.empty(); }
 
   // Loads the peers added at run time and starts dialing. Call once, after the server
@@ -234,6 +240,9 @@ class Cluster {
   uint64_t schema_messages_sent() const { return schema_messages_sent_.load(); }
   uint64_t schema_bytes_sent() const { return schema_bytes_sent_.load(); }
   uint64_t schema_tables_sent() const { return schema_tables_sent_.load(); }
+  // Links that ended with an error while this node ran (a peer going away, a cut, a stream
+  // the transport closed): a steady cluster keeps it still.
+  uint64_t links_failed() const { return links_failed_.load(); }
 
  private:
   class Service;
@@ -282,6 +291,7 @@ class Cluster {
   std::atomic<uint64_t> schema_messages_sent_{0};
   std::atomic<uint64_t> schema_bytes_sent_{0};
   std::atomic<uint64_t> schema_tables_sent_{0};
+  std::atomic<uint64_t> links_failed_{0};
   ClockBound clock_bound_;
   OriginBook origin_book_;  // its lock comes after mu_
 

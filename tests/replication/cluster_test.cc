@@ -99,6 +99,37 @@ TEST_F(ClusterTest, R3_ARouteOnOneSideIsEnoughForBoth) {
 }
 
 // Test 1 of the issue, at the unit level: a partial snapshot never removes an attribute.
+// R13 and decision 113: a link with nothing to say stays up while its channel pings. The
+// peers' servers once allowed one ping without data per 5 minutes and closed the connection
+// ("too many pings") at the third: every quiet link ended after three keepalive periods, and
+// a verify call on it failed (the buggified schedule's rule (8), seed 1796265732847848750).
+// Here the keepalive is 200 ms and the link is quiet across 30 periods (without the server's
+// settings, the GOAWAY came 3–5 s into the test).
+TEST_F(ClusterTest, R13_AQuietLinkStaysUpWhileItsChannelPings) {
+  constexpr absl::Duration kKeepalive = absl::Milliseconds(200);
+  auto a = std::make_unique<TestNode>("a", dir_.Sub("a"), "s3cret");
+  auto b = std::make_unique<TestNode>("b", dir_.Sub("b"), "s3cret");
+  a->set_keepalive(kKeepalive);
+  b->set_keepalive(kKeepalive);
+  a->Start();
+  b->Start();
+  a->Route(*b);  // one link, dialed by a
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  ASSERT_EVENTUALLY([&] { ASSERT_NE(b->Table("shop", "orders"), nullptr); });
+  ExpectConnectedAndInSync(a.get(), b.get());
+  ExpectConnectedAndInSync(b.get(), a.get());
+  const uint64_t failed_a = a->cluster().links_failed(), failed_b = b->cluster().links_failed();
+  // An absence over a span of time: checked throughout it, so a failure shows when it comes.
+  const absl::Time until = absl::Now() + 30 * kKeepalive;
+  while (absl::Now() < until) {
+    ASSERT_EQ(a->cluster().links_failed(), failed_a) << a->StatusOf("b").last_error;
+    ASSERT_EQ(b->cluster().links_failed(), failed_b) << b->StatusOf("a").last_error;
+    absl::SleepFor(kKeepalive / 5);
+  }
+  EXPECT_TRUE(a->StatusOf("b").connected);
+  EXPECT_TRUE(b->StatusOf("a").connected);
+}
+
 TEST_F(ClusterTest, R4_C4_PartialSnapshotNeverRemovesAnAttribute) {
   auto a = NewNode("a");
   ASSERT_OK(a->catalog().CreateTable(Spec("shop", "t", {"name", "tag"})));

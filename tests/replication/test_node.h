@@ -51,6 +51,7 @@ class TestNode {
     co.backoff_max = absl::Milliseconds(200);
     co.forward_timeout = absl::Seconds(2);
     co.log_retention_entries = log_retention_entries_;
+    co.keepalive = keepalive_;
     co.trim_interval = absl::Milliseconds(50);
     co.peers = routes_;
     co.tls_cert = tls_.cert;
@@ -59,7 +60,7 @@ class TestNode {
     cluster_ = std::make_unique<Cluster>(node_.get(), co);
     grpc::ServerBuilder builder;
     builder.RegisterService(cluster_->service());
-    Cluster::ConfigureServer(&builder);
+    cluster_->ConfigureServer(&builder);
     int bound = 0;
     builder.AddListeningPort(absl::StrCat("127.0.0.1:", port_), cluster_->ServerCredentials(),
                              &bound);
@@ -102,6 +103,7 @@ class TestNode {
   FaultRegistry& faults() { return faults_; }
   catalog::LocalNode& local() { return *node_; }
   void set_log_retention_entries(uint64_t n) { log_retention_entries_ = n; }
+  void set_keepalive(absl::Duration d) { keepalive_ = d; }  // before Start()
   // The node's wall clock (before its first Start; null: the system clock).
   void set_clock(Clock* clock) { clock_ = clock; }
   Hlc node_hlc_now() { return node_->hlc->Now().value(); }
@@ -130,6 +132,7 @@ class TestNode {
   FaultRegistry faults_;
   int port_ = 0;
   uint64_t log_retention_entries_ = 10'000'000;
+  absl::Duration keepalive_ = absl::Seconds(10);
   Clock* clock_ = nullptr;
   std::vector<PeerRoute> routes_;
   std::unique_ptr<catalog::LocalNode> node_;
