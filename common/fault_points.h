@@ -49,6 +49,10 @@ inline constexpr char kReplSchemaBeforeMarker[] = "replication.schema.before_mar
 // error applies nothing of it, as a delta missing a change would (R3: the digest check
 // finds the difference and asks for the database whole)
 inline constexpr char kReplSchemaReceive[] = "replication.schema.receive";
+// replication/link_session.cc: the digest check is about to ask a peer for a database whole
+// (SchemaRequest, R3); an error loses the request as the network might (asked again after the
+// watch's backoff)
+inline constexpr char kReplSchemaResync[] = "replication.schema.resync";
 // replication/anti_entropy.cc: a verify found rows to repair and is about to apply them
 // here or send them to its peer (R18)
 inline constexpr char kVerifyBeforeRepair[] = "antientropy.repair.before_apply";
@@ -94,6 +98,8 @@ inline constexpr PointInfo kAll[] = {
     {kReplSchemaBeforeMarker, false},
     {kReplSchemaReceive, true},
     {kVerifyBeforeRepair, true},  // the verify ends with the error; the next one repairs
+    // Last, so that the seeds of the random schedule keep their choices for the points above.
+    {kReplSchemaResync, true},
 };
 
 }  // namespace cairn::fault_points

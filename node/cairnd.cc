@@ -200,6 +200,11 @@ void AddReplicationMetrics(Metrics* metrics, replication::Cluster* cluster) {
       {"cairn_replication_links_failed_total",
        "Peer links that ended with an error (a peer gone, a cut, a closed transport).", "counter",
        [cluster] { return static_cast<double>(cluster->links_failed()); }});
+  metrics->AddExternal(
+      {"cairn_schema_resyncs_total",
+       "Databases this node asked a peer for whole because the schema digests stayed apart or "
+       "a DB_SCHEMA could not be applied whole (R3): a steady cluster keeps it still.",
+       "counter", [cluster] { return static_cast<double>(cluster->schema_resyncs()); }});
   metrics->AddExternal({"cairn_replication_full_copies_active",
                         "Full copies (R7) this node is receiving.", "gauge", [cluster] {
                           double n = 0;

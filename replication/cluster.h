@@ -243,6 +243,13 @@ class Cluster {
   // Links that ended with an error while this node ran (a peer going away, a cut, a stream
   // the transport closed): a steady cluster keeps it still.
   uint64_t links_failed() const { return links_failed_.load(); }
+  // Databases this node asked a peer for whole (SchemaRequest): the digests stayed apart past
+  // kSchemaResyncAfter, or a DbSchema could not be applied whole. Deltas and refetches keep a
+  // healthy cluster from needing one; each is a divergence the digest check caught (R3).
+  void CountSchemaResyncs(uint64_t databases) {
+    schema_resyncs_.fetch_add(databases, std::memory_order_relaxed);
+  }
+  uint64_t schema_resyncs() const { return schema_resyncs_.load(); }
 
  private:
   class Service;
@@ -292,6 +299,7 @@ class Cluster {
   std::atomic<uint64_t> schema_bytes_sent_{0};
   std::atomic<uint64_t> schema_tables_sent_{0};
   std::atomic<uint64_t> links_failed_{0};
+  std::atomic<uint64_t> schema_resyncs_{0};
   ClockBound clock_bound_;
   OriginBook origin_book_;  // its lock comes after mu_
 

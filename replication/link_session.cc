@@ -309,6 +309,7 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
     if (std::vector<std::string> due =
             DueSchemaRequests(*snap, schema_options.exclusions, absl::Now());
         !due.empty()) {
+      cluster_->CountSchemaResyncs(due.size());
       peer::v1::SchemaRequest* request = out.emplace_back().mutable_schema_request();
       for (std::string& db : due) request->add_databases(std::move(db));
     }
@@ -321,7 +322,13 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
     data_later_ = false;
     window = kWindow - std::min(kWindow, sent_no_ - acked_no_);
   }
+  [[maybe_unused]] FaultRegistry* faults =
+      cluster_->node()->catalog->options().faults;  // hooks off: unused
   for (const peer::v1::LinkMessage& m : out) {
+    // A SchemaRequest an injected error loses: the watch asks again after its backoff.
+    if (m.has_schema_request() && !CAIRN_FAULT(faults, fault_points::kReplSchemaResync).ok()) {
+      continue;
+    }
     if (!stream_->Write(m)) return false;
   }
   if (advert_due) {
@@ -356,8 +363,6 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
   // Batches read against `snap`, whose every table the peer now has (R5 after R3). Each
   // batch is read before the previous one is written, so that one is written with gRPC's
   // buffer hint only when another follows (a hinted write waits for the next one).
-  [[maybe_unused]] FaultRegistry* faults =
-      cluster_->node()->catalog->options().faults;  // hooks off: unused
   // A schema change landing between the snapshot and the log read (R15 handles it).
   if (!CAIRN_FAULT(faults, fault_points::kReplSendAfterSnapshot).ok()) return false;
   // Each batch on its own arena (send_arenas_), freed at once when the one after the next is

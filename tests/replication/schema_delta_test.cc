@@ -303,7 +303,8 @@ TEST_F(SchemaDeltaTest, R3_AChangeIsNotEchoedToItsSender) {
 }
 
 // A delta applied nowhere (the fault point stands for any delta that missed a change) leaves
-// the digests apart; the receiver then asks for the database whole and converges.
+// the digests apart; the receiver then asks for the database whole and converges. Its first
+// request is lost: it asks again after the backoff, and counts both.
 TEST_F(SchemaDeltaTest, R3_ADigestLeftApartIsRepairedByAWholeDatabase) {
   auto a = NewNode("a"), b = NewNode("b");
   a->Route(*b);  // one link, so the delta has one way to b
@@ -311,13 +312,18 @@ TEST_F(SchemaDeltaTest, R3_ADigestLeftApartIsRepairedByAWholeDatabase) {
   ASSERT_EVENTUALLY([&] { ASSERT_NE(b->Table("shop", "orders"), nullptr); });
   ExpectInSync(a.get(), b.get());
 
+  const uint64_t resyncs = b->cluster().schema_resyncs();
   b->faults().Set(fault_points::kReplSchemaReceive,
+                  FaultAction::ReturnError(absl::UnavailableError("lost")).Once());
+  b->faults().Set(fault_points::kReplSchemaResync,
                   FaultAction::ReturnError(absl::UnavailableError("lost")).Once());
   ASSERT_OK(a->catalog().CreateTable(Spec("shop", "items", {"sku"})));
   // b heard of items and applied nothing; only a request for shop whole brings it.
   ASSERT_EVENTUALLY([&] { ASSERT_GE(b->faults().HitCount(fault_points::kReplSchemaReceive), 1); });
   ASSERT_EVENTUALLY([&] { ASSERT_NE(b->Table("shop", "items"), nullptr); });
   ExpectInSync(a.get(), b.get());
+  EXPECT_EQ(b->faults().HitCount(fault_points::kReplSchemaResync), 1);  // the lost one
+  EXPECT_EQ(b->cluster().schema_resyncs(), resyncs + 2);
 }
 
 // Decision 44 with deltas: a local-only drop leaves b without a table a still holds and
