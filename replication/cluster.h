@@ -243,9 +243,10 @@ class Cluster {
   // Links that ended with an error while this node ran (a peer going away, a cut, a stream
   // the transport closed): a steady cluster keeps it still.
   uint64_t links_failed() const { return links_failed_.load(); }
-  // Databases this node asked a peer for whole (SchemaRequest): the digests stayed apart past
-  // kSchemaResyncAfter, or a DbSchema could not be applied whole. Deltas and refetches keep a
-  // healthy cluster from needing one; each is a divergence the digest check caught (R3).
+  // Requests for a database whole (SchemaRequest), one per database, each retry counted: the
+  // digests stayed apart past kSchemaResyncAfter, or a DbSchema could not be applied whole.
+  // Deltas and refetches keep a healthy cluster from needing one (R3); peers that really
+  // differ (R11 exclusions, a C11 node-local table) ask once per change of the database.
   void CountSchemaResyncs(uint64_t databases) {
     schema_resyncs_.fetch_add(databases, std::memory_order_relaxed);
   }

@@ -325,7 +325,7 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
   [[maybe_unused]] FaultRegistry* faults =
       cluster_->node()->catalog->options().faults;  // hooks off: unused
   for (const peer::v1::LinkMessage& m : out) {
-    // A SchemaRequest an injected error loses: the watch asks again after its backoff.
+    // A SchemaRequest an injected error drops: the watch asks again after its backoff.
     if (m.has_schema_request() && !CAIRN_FAULT(faults, fault_points::kReplSchemaResync).ok()) {
       continue;
     }

@@ -113,7 +113,9 @@ class RecordReplicationTest : public ::testing::Test {
     ASSERT_OK(a->catalog().DropTable("shop", "orders"));
     *dropped = a->catalog().Snapshot()->MarkerFor("shop", "orders");
     ASSERT_GT(*dropped, 0u);
-    if (spread) spread();
+    if (spread) {
+      ASSERT_NO_FATAL_FAILURE(spread());
+    }
     a->Isolate();
     WaitPast(*dropped);
 

@@ -323,7 +323,8 @@ TEST_F(SchemaDeltaTest, R3_ADigestLeftApartIsRepairedByAWholeDatabase) {
   ASSERT_EVENTUALLY([&] { ASSERT_NE(b->Table("shop", "items"), nullptr); });
   ExpectInSync(a.get(), b.get());
   EXPECT_EQ(b->faults().HitCount(fault_points::kReplSchemaResync), 1);  // the lost one
-  EXPECT_EQ(b->cluster().schema_resyncs(), resyncs + 2);
+  // Two at least: a third follows if the answer takes longer than the 4 s backoff.
+  EXPECT_GE(b->cluster().schema_resyncs(), resyncs + 2);
 }
 
 // Decision 44 with deltas: a local-only drop leaves b without a table a still holds and
