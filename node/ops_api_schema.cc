@@ -1,0 +1,196 @@
+// The operations API: databases, tables and attributes (SPEC §5; C1-C15).
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "catalog/schema.h"
+#include "common/clock.h"
+#include "common/status.h"
+#include "node/internal/ops_api_fields.h"
+#include "node/ops_api.h"
+
+namespace cairn::node {
+
+using internal::BadRequest;
+using internal::JsonReply;
+using internal::Message;
+
+absl::StatusOr<Reply> OpsApi::CreateDatabase(const Fields& f) const {
+  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database(/*required=*/true));
+  CAIRN_RETURN_IF_ERROR(node_->catalog->CreateDatabase(db));
+  return JsonReply(Message(absl::StrCat("database '", db, "' successfully created")));
+}
+
+absl::StatusOr<Reply> OpsApi::DropDatabase(const Fields& f) const {
+  // SPEC R9: a client's `replicatedFrom` / `dropped_time` are never read; this is a local
+  // drop, stamped here.
+  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database(/*required=*/true));
+  CAIRN_ASSIGN_OR_RETURN(bool replicated, f.Bool("replicated", true));
+  CAIRN_ASSIGN_OR_RETURN(catalog::DropResult dropped,
+                         node_->catalog->DropDatabase(db, /*timed=*/replicated));
+  json body = Message(absl::StrCat("successfully deleted '", db, "'"));
+  body["replicated"] = json::array();
+  if (dropped.timed && options_.cluster != nullptr) {
+    body["replicated"] = PeerDropStatuses(
+        options_.cluster->ForwardDropDatabase(db, dropped.dropped_time, dropped.tables));
+  }
+  return JsonReply(body);
+}
+
+absl::StatusOr<Reply> OpsApi::DescribeDatabase(const Fields& f) const {
+  // Harper's default database when absent, as for tables (creating and dropping a database
+  // still name it: a default there would act on "data" by accident).
+  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
+  catalog::SnapshotRef snap = node_->catalog->Snapshot();
+  const catalog::DatabaseDef* d = snap->FindDatabase(db);
+  if (d == nullptr) {
+    return Error(ErrorCode::kDatabaseNotFound, absl::StrCat("database '", db, "' does not exist"));
+  }
+  json body = json::object();
+  for (const auto& [name, def] : d->tables) {
+    CAIRN_ASSIGN_OR_RETURN(body[name], Describe(*def));
+  }
+  return JsonReply(body);
+}
+
+absl::StatusOr<Reply> OpsApi::DescribeAll(const Fields&) const {
+  catalog::SnapshotRef snap = node_->catalog->Snapshot();
+  json body = json::object();
+  for (const auto& [db, d] : snap->databases) {
+    json tables = json::object();
+    for (const auto& [name, def] : d->tables) {
+      CAIRN_ASSIGN_OR_RETURN(tables[name], Describe(*def));
+    }
+    body[db] = std::move(tables);
+  }
+  return JsonReply(body);
+}
+
+absl::StatusOr<Reply> OpsApi::CreateTable(const Fields& f) const {
+  catalog::TableSpec spec;
+  CAIRN_ASSIGN_OR_RETURN(spec.database, f.Database());
+  CAIRN_ASSIGN_OR_RETURN(spec.table, f.Table());
+  CAIRN_ASSIGN_OR_RETURN(spec.primary_key, f.Attribute("primary_key", "hash_attribute"));
+  CAIRN_ASSIGN_OR_RETURN(spec.replicate, f.Bool("replicate", true));
+  CAIRN_ASSIGN_OR_RETURN(spec.sealed, f.Bool("sealed", false));
+  if (const json* attributes = f.Find("attributes"); attributes != nullptr) {
+    if (!attributes->is_array()) return BadRequest("'attributes' must be an array");
+    spec.attributes.emplace();
+    for (size_t i = 0; i < attributes->size(); ++i) {
+      const json& a = (*attributes)[i];
+      const std::string where = absl::StrCat("attributes[", i, "]");
+      if (!a.is_object()) return BadRequest(absl::StrCat(where, " must be an object"));
+      Fields af(a);
+      catalog::AttributeSpec attribute;
+      CAIRN_ASSIGN_OR_RETURN(attribute.name, af.Attribute("name", "attribute"));
+      if (af.Find("type") != nullptr) {
+        CAIRN_ASSIGN_OR_RETURN(std::string type, af.String("type"));
+        auto parsed = catalog::ParseAttributeType(type);
+        if (!parsed.ok()) return Annotate(parsed.status(), where);
+        attribute.type = *parsed;
+      }
+      CAIRN_ASSIGN_OR_RETURN(attribute.indexed, af.Bool("indexed", false));
+      spec.attributes->push_back(std::move(attribute));
+    }
+  }
+  CAIRN_RETURN_IF_ERROR(node_->catalog->CreateTable(spec).status());
+  return JsonReply(
+      Message(absl::StrCat("table '", spec.database, ".", spec.table, "' successfully created.")));
+}
+
+absl::StatusOr<Reply> OpsApi::DescribeTable(const Fields& f) const {
+  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
+  CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table());
+  CAIRN_ASSIGN_OR_RETURN(catalog::TableRef def, node_->catalog->Snapshot()->FindTable(db, table));
+  CAIRN_ASSIGN_OR_RETURN(json body, Describe(*def));
+  return JsonReply(body);
+}
+
+absl::StatusOr<json> OpsApi::Describe(const catalog::TableDef& def) const {
+  json attributes = json::array();
+  for (const catalog::AttributeDef& a : def.attributes()) {
+    attributes.push_back({{"attribute", a.name},
+                          {"type", std::string(catalog::AttributeTypeName(a.type))},
+                          {"indexed", a.indexed || a.is_primary_key},
+                          {"is_primary_key", a.is_primary_key}});
+  }
+  // C15: the attribute markers of the name, which outlive the attributes they dropped.
+  json dropped = json::array();
+  // Times in epoch milliseconds, as everywhere in the API (txn_time, __createdtime__); the
+  // exact HLC stamps beside them, for tools that compare generations and markers.
+  for (const auto& [name, stamp] : def.attribute_markers()) {
+    dropped.push_back(
+        {{"name", name}, {"dropped_time", HybridClock::PhysicalMs(stamp)}, {"dropped_hlc", stamp}});
+  }
+  CAIRN_ASSIGN_OR_RETURN(uint64_t count, node_->records->RecordCount(def));
+  return json{{"schema", def.database()},
+              {"database", def.database()},
+              {"name", def.name()},
+              {"hash_attribute", def.primary_key()},
+              {"primary_key", def.primary_key()},
+              {"schema_defined", def.schema_defined()},
+              {"sealed", def.sealed()},
+              {"audit", false},
+              {"attributes", std::move(attributes)},
+              {"dropped_attributes", std::move(dropped)},
+              {"record_count", count},
+              {"created_time", HybridClock::PhysicalMs(def.created_time())},
+              {"created_hlc", def.created_time()},
+              {"generation_id", def.generation_id()},
+              {"replicate", def.replicate()}};
+}
+
+absl::StatusOr<Reply> OpsApi::DropTable(const Fields& f) const {
+  // SPEC R9: client provenance fields are ignored; see DropDatabase.
+  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
+  CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table());
+  CAIRN_ASSIGN_OR_RETURN(bool replicated, f.Bool("replicated", true));
+  CAIRN_ASSIGN_OR_RETURN(catalog::DropResult dropped,
+                         node_->catalog->DropTable(db, table, /*timed=*/replicated));
+  json body = Message(absl::StrCat("successfully deleted table '", db, ".", table, "'"));
+  // A node-local table's drop is never sent to peers (C11): `timed` is false for it too.
+  body["replicated"] = json::array();
+  if (dropped.timed && options_.cluster != nullptr) {
+    body["replicated"] =
+        PeerDropStatuses(options_.cluster->ForwardDropTable(db, table, dropped.dropped_time));
+  }
+  return JsonReply(body);
+}
+
+json OpsApi::PeerDropStatuses(const std::vector<replication::PeerDropStatus>& peers) {
+  json out = json::array();
+  for (const replication::PeerDropStatus& p : peers) {
+    json entry = {{"node", p.node}, {"status", p.status}};
+    if (!p.reason.empty()) entry["reason"] = p.reason;
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+absl::StatusOr<Reply> OpsApi::CreateAttribute(const Fields& f) const {
+  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
+  CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table());
+  catalog::AttributeSpec spec;
+  CAIRN_ASSIGN_OR_RETURN(spec.name, f.Attribute("attribute", "name"));
+  if (f.Find("type") != nullptr) {
+    CAIRN_ASSIGN_OR_RETURN(std::string type, f.String("type"));
+    CAIRN_ASSIGN_OR_RETURN(spec.type, catalog::ParseAttributeType(type));
+  }
+  CAIRN_ASSIGN_OR_RETURN(spec.indexed, f.Bool("indexed", true));  // Harper's default
+  CAIRN_RETURN_IF_ERROR(node_->catalog->CreateAttribute(db, table, spec).status());
+  return JsonReply(Message(
+      absl::StrCat("attribute '", db, ".", table, ".", spec.name, "' successfully created.")));
+}
+
+absl::StatusOr<Reply> OpsApi::DropAttribute(const Fields& f) const {
+  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
+  CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table());
+  CAIRN_ASSIGN_OR_RETURN(std::string attribute, f.Attribute("attribute", "name"));
+  // The values go in the background (C15, decision 100); readers no longer see them.
+  CAIRN_RETURN_IF_ERROR(
+      node_->records->DropAttribute(db, table, attribute, /*in_background=*/true).status());
+  return JsonReply(Message(absl::StrCat("successfully deleted attribute '", attribute, "'")));
+}
+
+}  // namespace cairn::node
