@@ -2,6 +2,7 @@
 // DB_SCHEMA, remove the attribute everywhere, strip its older values from every row on every
 // node — and from rows that arrive later by any path — so that every node ends with the same
 // body under the same (version, origin); a re-created attribute starts empty.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -141,8 +142,8 @@ TEST_F(AttributeMarkerTest, C15_RowsWrittenBeforeTheMarkerLoseTheValueAndLaterOn
     EXPECT_EQ(RowsHolding(*n, "b-before"), 0u) << n->name();
     EXPECT_EQ(RowsHolding(*n, "b-after"), 20u) << n->name();
     EXPECT_EQ(Found(*n, "y", "b-after"), 20u) << n->name();
-    const catalog::AttributeDef* y = n->Table("shop", "people")->FindAttribute("y");
-    ASSERT_NE(y, nullptr) << n->name();
+    const std::optional<catalog::AttributeDef> y = n->Attribute("shop", "people", "y");
+    ASSERT_TRUE(y.has_value()) << n->name();
     EXPECT_GE(y->created_time, dropped) << n->name();
   }
 }
@@ -171,8 +172,8 @@ TEST_F(AttributeMarkerTest, C15_ARecreatedAttributeStartsEmptyEverywhere) {
     EXPECT_EQ(RowsHolding(*n, "old"), 0u) << n->name();  // "old" and "b-old"
     EXPECT_EQ(Found(*n, "y", 3), 1u) << n->name();
     EXPECT_EQ(Found(*n, "y", "b-old"), 0u) << n->name();
-    const catalog::AttributeDef* y = n->Table("shop", "people")->FindAttribute("y");
-    ASSERT_NE(y, nullptr) << n->name();
+    const std::optional<catalog::AttributeDef> y = n->Attribute("shop", "people", "y");
+    ASSERT_TRUE(y.has_value()) << n->name();
     EXPECT_EQ(y->type, catalog::v1::INT) << n->name();
   }
 }
@@ -258,16 +259,16 @@ TEST_F(AttributeMarkerTest, C15_AnAttributeNewerOnAnyNodeSurvivesTheMarkerEveryw
   ASSERT_OK(b->catalog().CreateTable(Spec("shop", "people", {"x", "y"})));
   Upsert(b.get(), People(100, 110, "new"));
   ASSERT_EVENTUALLY([&] {
-    const catalog::AttributeDef* y = c->Table("shop", "people")->FindAttribute("y");
-    ASSERT_NE(y, nullptr);
+    const std::optional<catalog::AttributeDef> y = c->Attribute("shop", "people", "y");
+    ASSERT_TRUE(y.has_value());
     ASSERT_GE(y->created_time, *dropped);
   });
   a->Start();
   ASSERT_EVENTUALLY([&] {
     for (TestNode* n : {a.get(), b.get(), c.get()}) {
       ASSERT_EQ(n->Table("shop", "people")->attribute_markers().count("y"), 1u) << n->name();
-      const catalog::AttributeDef* y = n->Table("shop", "people")->FindAttribute("y");
-      ASSERT_NE(y, nullptr) << n->name();
+      const std::optional<catalog::AttributeDef> y = n->Attribute("shop", "people", "y");
+      ASSERT_TRUE(y.has_value()) << n->name();
       ASSERT_EQ(y->type, catalog::v1::STRING) << n->name();
       ASSERT_EQ(Found(*n, "y", "new"), 10u) << n->name();
       ASSERT_EQ(RowsHolding(*n, "\"old\""), 0u) << n->name();
@@ -299,8 +300,8 @@ TEST_F(AttributeMarkerTest, Decision103_AnAttributeMadeForAPeerRecordTakesTheDec
   for (TestNode* n : {c.get(), d.get()}) {
     ASSERT_EVENTUALLY([&] {
       ASSERT_NE(n->Table("shop", "people"), nullptr) << n->name();
-      const catalog::AttributeDef* y = n->Table("shop", "people")->FindAttribute("y");
-      ASSERT_NE(y, nullptr) << n->name();
+      const std::optional<catalog::AttributeDef> y = n->Attribute("shop", "people", "y");
+      ASSERT_TRUE(y.has_value()) << n->name();
       ASSERT_EQ(y->origin, catalog::v1::PEER_RECORD) << n->name();
     });
   }
@@ -313,8 +314,8 @@ TEST_F(AttributeMarkerTest, Decision103_AnAttributeMadeForAPeerRecordTakesTheDec
   b->Route(*a);
   ASSERT_EVENTUALLY([&] {
     for (TestNode* n : {a.get(), b.get(), c.get(), d.get()}) {
-      const catalog::AttributeDef* y = n->Table("shop", "people")->FindAttribute("y");
-      ASSERT_NE(y, nullptr) << n->name();
+      const std::optional<catalog::AttributeDef> y = n->Attribute("shop", "people", "y");
+      ASSERT_TRUE(y.has_value()) << n->name();
       ASSERT_EQ(y->type, catalog::v1::STRING) << n->name();
       ASSERT_FALSE(y->indexed) << n->name();
       ASSERT_NE(y->origin, catalog::v1::PEER_RECORD) << n->name();
@@ -338,8 +339,8 @@ TEST_F(AttributeMarkerTest, Decision105_AnAttributeALocalWriteMadeTakesTheDeclar
   b->Route(*a);
   ASSERT_EVENTUALLY([&] {
     for (TestNode* n : {a.get(), b.get()}) {
-      const catalog::AttributeDef* colour = n->Table("shop", "people")->FindAttribute("colour");
-      ASSERT_NE(colour, nullptr) << n->name();
+      const std::optional<catalog::AttributeDef> colour = n->Attribute("shop", "people", "colour");
+      ASSERT_TRUE(colour.has_value()) << n->name();
       ASSERT_EQ(colour->type, catalog::v1::STRING) << n->name();
       ASSERT_FALSE(colour->indexed) << n->name();
       ASSERT_NE(colour->origin, catalog::v1::PEER_RECORD) << n->name();

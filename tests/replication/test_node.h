@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,15 @@ class TestNode {
   catalog::TableRef Table(const std::string& db, const std::string& t) {
     auto def = node_->catalog->Snapshot()->FindTable(db, t);
     return def.ok() ? *def : nullptr;
+  }
+  // A copy of an attribute's definition (nullopt: no such table or attribute). A pointer into
+  // Table()'s definition would dangle once the catalog publishes another and drops it.
+  std::optional<catalog::AttributeDef> Attribute(const std::string& db, const std::string& t,
+                                                 const std::string& name) {
+    catalog::TableRef def = Table(db, t);
+    const catalog::AttributeDef* a = def == nullptr ? nullptr : def->FindAttribute(name);
+    if (a == nullptr) return std::nullopt;
+    return *a;
   }
   std::vector<std::string> Attributes(const std::string& db, const std::string& t) {
     std::vector<std::string> out;
