@@ -188,6 +188,56 @@ TEST_F(OneCopyTest, R8_FiveNodesInAFullMeshConvergeWithOneCopyOfEachWrite) {
   ASSERT_NO_FATAL_FAILURE(ExpectOneCopy());
 }
 
+// R12 with one copy (design 0004): entries a relay holds back from a peer that gets their
+// origin directly are not the peer's yet (the direct link may fail them), so the relay's log
+// must keep them: LogSender::Needs, which the trimmer honours, counts from the first held
+// entry until the peer's adverts cover it.
+TEST_F(OneCopyTest, R12_ARelaysLogKeepsWhatItHoldsBackForAPeer) {
+  ASSERT_NO_FATAL_FAILURE(StartMesh(2));
+  TestNode* a = nodes_[0].get();  // the origin
+  TestNode* b = nodes_[1].get();  // the relay, for a third node p
+  const uint64_t before = b->local().log->CommittedSeq("shop");
+  Write(a, "k", 5);
+  ASSERT_EVENTUALLY([&] { ASSERT_EQ(LiveKeys(*b, "shop", "orders").size(), 5u); });
+  const uint64_t through = b->local().log->CommittedSeq("shop");
+  ASSERT_GT(through, before);
+
+  LogSender sender(&b->local(), "p", Exclusions());
+  peer::v1::Subscribe subscribe;
+  peer::v1::DbCursor* cursor = subscribe.add_cursors();
+  cursor->set_database("shop");
+  cursor->set_seq(before);
+  sender.Subscribe(subscribe);
+  // p receives a directly from its start and has none of its writes yet.
+  auto advertise = [&](uint64_t seq) {
+    peer::v1::OriginAdvert advert;
+    peer::v1::OriginAdvert::Origin* o = advert.add_origins();
+    o->set_database("shop");
+    o->set_origin("a");
+    o->set_log_id(a->local().log->log_id());
+    o->set_since(0);
+    o->set_seq(seq);
+    o->set_direct(true);
+    sender.Advertise(advert);
+  };
+  advertise(0);
+  peer::v1::ChangeBatch batch;
+  int sent = 0;
+  for (int i = 0; i < 10; ++i) {
+    absl::StatusOr<bool> produced = sender.Next(*b->catalog().Snapshot(), &batch);
+    ASSERT_OK(produced);
+    if (!*produced) break;
+    sent += batch.entries_size();
+  }
+  EXPECT_EQ(sent, 0) << "a's writes are held back, not sent";
+  ASSERT_TRUE(sender.holding());
+  EXPECT_EQ(sender.Needs().at("shop"), before + 1) << "b's log would let go of what it holds for p";
+
+  advertise(a->local().log->CommittedSeq("shop"));  // p got them all from a
+  EXPECT_FALSE(sender.holding());
+  EXPECT_EQ(sender.Needs().at("shop"), through + 1);
+}
+
 // An origin's stream says when it leaves out a write of its own for a reason other than a
 // newer write of the key (ChangeBatch.origin_gap): its peers then count on it only from there
 // on, and relays send what they held. A write to a replicated table the origin then dropped
