@@ -202,8 +202,9 @@ void AddReplicationMetrics(Metrics* metrics, replication::Cluster* cluster) {
        [cluster] { return static_cast<double>(cluster->links_failed()); }});
   metrics->AddExternal(
       {"cairn_schema_resyncs_total",
-       "Databases this node asked a peer for whole because the schema digests stayed apart or "
-       "a DB_SCHEMA could not be applied whole (R3): a steady cluster keeps it still.",
+       "Requests to a peer for a database whole, retries included: the schema digests stayed "
+       "apart or a DB_SCHEMA could not be applied whole (R3). Still in a steady cluster, but "
+       "for peers that really differ (R11, C11).",
        "counter", [cluster] { return static_cast<double>(cluster->schema_resyncs()); }});
   metrics->AddExternal({"cairn_replication_full_copies_active",
                         "Full copies (R7) this node is receiving.", "gauge", [cluster] {

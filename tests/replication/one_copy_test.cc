@@ -21,6 +21,14 @@ using json = nlohmann::json;
 
 class OneCopyTest : public ::testing::Test {
  protected:
+  // A subscription to shop from `seq` of the sender's log.
+  static peer::v1::Subscribe CursorAt(uint64_t seq) {
+    peer::v1::Subscribe subscribe;
+    peer::v1::DbCursor* cursor = subscribe.add_cursors();
+    cursor->set_database("shop");
+    cursor->set_seq(seq);
+    return subscribe;
+  }
   // `n` nodes, every pair linked, shop.orders {name} created on the first and everywhere.
   void StartMesh(int n) {
     for (int i = 0; i < n; ++i) {
@@ -207,11 +215,7 @@ TEST_F(OneCopyTest, R12_ARelaysLogKeepsWhatItHoldsBackForAPeer) {
   ASSERT_GT(through, before);
 
   LogSender sender(&b->local(), "p", Exclusions());
-  peer::v1::Subscribe subscribe;
-  peer::v1::DbCursor* cursor = subscribe.add_cursors();
-  cursor->set_database("shop");
-  cursor->set_seq(before);
-  sender.Subscribe(subscribe);
+  sender.Subscribe(CursorAt(before));
   // p receives a directly from its start and has none of its writes yet.
   auto advertise = [&](uint64_t seq) {
     peer::v1::OriginAdvert advert;
@@ -257,11 +261,7 @@ TEST_F(OneCopyTest, Decision110_AnOriginSaysWhenItLeavesOutAWriteOfItsOwn) {
   // Read from `cursor`: the first batch's origin_gap.
   auto gap_from = [&](uint64_t cursor) {
     LogSender sender(&a->local(), "b", Exclusions());
-    peer::v1::Subscribe subscribe;
-    peer::v1::DbCursor* c = subscribe.add_cursors();
-    c->set_database("shop");
-    c->set_seq(cursor);
-    sender.Subscribe(subscribe);
+    sender.Subscribe(CursorAt(cursor));
     peer::v1::ChangeBatch out;
     absl::StatusOr<bool> produced = sender.Next(*a->catalog().Snapshot(), &out);
     EXPECT_OK(produced);
