@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "catalog/internal/catalog_rows.h"
 #include "catalog/names.h"
+#include "catalog/user_catalog.h"
 #include "common/fault_points.h"
 #include "common/status.h"
 #include "spdlog/spdlog.h"
@@ -251,6 +252,8 @@ absl::Status Catalog::Load() {
   for (const auto& [db, table] : marked) {
     snap->marker_digests[db] += NameMarkersDigest(*snap, db, table);
   }
+  // Users and roles (SPEC §7).
+  CAIRN_ASSIGN_OR_RETURN(snap->principals, UserCatalog::Load(engine_, hlc));
   {
     absl::MutexLock lock(&mu_);
     next_generation_id_ = next_generation;
@@ -327,23 +330,29 @@ void Catalog::PutTable(CatalogSnapshot* snap, absl::string_view db, absl::string
   snap->databases[std::string(db)] = std::move(d);
 }
 
-void Catalog::Publish(const DatabaseLock& lock, absl::string_view table,
+void Catalog::Publish(const DatabaseLock& lock, const std::vector<std::string>& names,
                       const std::function<void(CatalogSnapshot*)>& edit) {
   absl::MutexLock publish_lock(&mu_);
   auto next = std::make_shared<CatalogSnapshot>(*current_);
   const std::string& db = lock.database();
-  const uint64_t markers_before = table.empty() ? 0 : NameMarkersDigest(*current_, db, table);
+  std::vector<uint64_t> markers_before;
+  for (const std::string& name : names) {
+    markers_before.push_back(name.empty() ? 0 : NameMarkersDigest(*current_, db, name));
+  }
   edit(next.get());
-  // Only `table`'s markers changed (the caller's promise): keep the database's sum.
-  if (!table.empty()) {
-    const uint64_t markers_after = NameMarkersDigest(*next, db, table);
+  // Only the names' markers changed (the caller's promise): keep the database's sum.
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i].empty()) continue;
+    const uint64_t markers_after = NameMarkersDigest(*next, db, names[i]);
     // A database with a marker always has an entry (replication's SchemaDatabases lists them).
     if (markers_after != 0) next->marker_digests.try_emplace(db, 0);
-    if (markers_after != markers_before) next->marker_digests[db] += markers_after - markers_before;
+    if (markers_after != markers_before[i]) {
+      next->marker_digests[db] += markers_after - markers_before[i];
+    }
   }
   SnapshotRef published = PublishLocked(std::move(next));
-  journal_.push_back({published->version, db, std::string(table)});  // (4)
-  if (journal_.size() > kJournalEntries) {
+  for (const std::string& name : names) journal_.push_back({published->version, db, name});  // (4)
+  while (journal_.size() > kJournalEntries) {
     journal_from_ = journal_.front().version;
     journal_.pop_front();
   }
@@ -353,10 +362,10 @@ void Catalog::Publish(const DatabaseLock& lock, absl::string_view table,
 bool Catalog::ChangesSince(uint64_t after, uint64_t upto, std::vector<SchemaChange>* out) const {
   absl::MutexLock lock(&mu_);
   if (after < journal_from_) return false;
-  // Versions are consecutive from journal_from_ + 1 (invariant (2)): index by offset.
-  for (size_t i = after - journal_from_; i < journal_.size() && journal_[i].version <= upto; ++i) {
-    out->push_back(journal_[i]);
-  }
+  // Entries are in version order (invariant (4)), several to a version for some publishes.
+  auto it = std::upper_bound(journal_.begin(), journal_.end(), after,
+                             [](uint64_t v, const SchemaChange& c) { return v < c.version; });
+  for (; it != journal_.end() && it->version <= upto; ++it) out->push_back(*it);
   return true;
 }
 

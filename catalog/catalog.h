@@ -24,10 +24,10 @@
 //      increase by one per publish.
 //  (3) Generation ids are handed out under mu_, strictly increasing, and never reused across
 //      restarts (storage::GenerationHighWaterKey).
-//  (4) The journal holds one entry per publish since journal_from_, naming the table (or
-//      only the database) whose entries that publish changed: a peer sent the state of every
-//      name the journal lists since its last round holds everything it was sent before plus
-//      every change since (R3, incremental).
+//  (4) The journal holds, for every publish since journal_from_, one entry per name whose
+//      entries it changed (a table, a user or role of the system database, or "": only the
+//      database): a peer sent the state of every name the journal lists since its last round
+//      holds everything it was sent before plus every change since (R3, incremental).
 #pragma once
 
 #include <atomic>
@@ -135,6 +135,8 @@ struct DropResult {
   // drop_database: each table dropped with a marker, and its own stamp (forwarded as is).
   std::vector<std::pair<std::string, Hlc>> tables;
 };
+
+class UserCatalog;
 
 class Catalog {
  public:
@@ -247,6 +249,8 @@ class Catalog {
   storage::Engine* engine() const { return engine_; }
 
  private:
+  friend class UserCatalog;  // users and roles: the system database's objects (SPEC §7)
+
   // A generation between drop step 1 and step 3.
   struct PendingDrop {
     TableRef def;
@@ -268,6 +272,12 @@ class Catalog {
   // `table` (SchemaChange::table; empty: of the database only). The listener hears of it
   // when `lock` is released, before the mutation returns.
   void Publish(const DatabaseLock& lock, absl::string_view table,
+               const std::function<void(CatalogSnapshot*)>& edit) ABSL_LOCKS_EXCLUDED(mu_) {
+    Publish(lock, std::vector<std::string>{std::string(table)}, edit);
+  }
+  // The same for a publish that changed several names of the database (a peer's users and
+  // roles, UserCatalog::ApplyPeer): one journal entry per name, all of one version.
+  void Publish(const DatabaseLock& lock, const std::vector<std::string>& names,
                const std::function<void(CatalogSnapshot*)>& edit) ABSL_LOCKS_EXCLUDED(mu_);
   SnapshotRef PublishLocked(std::shared_ptr<CatalogSnapshot> next)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -362,8 +372,8 @@ class Catalog {
   absl::flat_hash_map<uint64_t, PendingDrop> pending_drops_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> logged_discards_ ABSL_GUARDED_BY(mu_);  // C4 log-once
   uint64_t next_drop_id_ ABSL_GUARDED_BY(mu_) = 1;
-  // Invariant (4): the changes of versions (journal_from_, current_->version], one per
-  // publish, in order; at most kJournalEntries.
+  // Invariant (4): the changes of versions (journal_from_, current_->version], one per name
+  // a publish changed, in version order; at most kJournalEntries.
   std::deque<SchemaChange> journal_ ABSL_GUARDED_BY(mu_);
   uint64_t journal_from_ ABSL_GUARDED_BY(mu_) = 0;
 

@@ -26,6 +26,7 @@ absl::StatusOr<std::unique_ptr<LocalNode>> LocalNode::Open(const std::string& pa
   co.drop_drain_timeout = options.drop_drain_timeout;
   co.max_attributes_per_table = options.max_attributes_per_table;
   CAIRN_ASSIGN_OR_RETURN(node->catalog, Catalog::Open(node->engine.get(), co));
+  node->users = std::make_unique<UserCatalog>(node->catalog.get());
   RecordStoreOptions ro;
   ro.node_name = options.name;
   ro.hlc = node->hlc.get();
@@ -43,6 +44,7 @@ absl::Status LocalNode::Flush() { return engine->Flush(); }
 LocalNode::~LocalNode() {
   // Reverse order of dependency.
   records.reset();
+  users.reset();
   catalog.reset();
   log.reset();
   engine.reset();

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "catalog/catalog.h"
 #include "catalog/record_store.h"
+#include "catalog/user_catalog.h"
 #include "common/clock.h"
 #include "common/fault.h"
 #include "storage/change_log.h"
@@ -43,6 +44,7 @@ struct LocalNode {
   std::unique_ptr<storage::ChangeLog> log;
   std::unique_ptr<Catalog> catalog;
   std::unique_ptr<RecordStore> records;
+  std::unique_ptr<UserCatalog> users;  // SPEC §7
 };
 
 }  // namespace cairn::catalog

@@ -68,7 +68,20 @@ size_t Utf8Length(absl::string_view s, size_t i) {
 
 }  // namespace
 
+bool IsValidUtf8(absl::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = Utf8Length(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
 absl::Status ValidateDatabaseName(absl::string_view name) {
+  if (name == kSystemDatabaseName) {
+    return Error(ErrorCode::kInvalidName,
+                 "invalid database name 'system': it is reserved for users and roles");
+  }
   return ValidateIdentifier("database", name);
 }
 

@@ -8,11 +8,16 @@
 
 namespace cairn::catalog {
 
-// 1-64 characters of [A-Za-z0-9_-], not starting with '_'.
+// The database whose catalog objects are users and roles (SPEC U6); no table lives in it, and
+// a client cannot create one of that name (Harper reserves it too).
+inline constexpr absl::string_view kSystemDatabaseName = "system";
+
+// 1-64 characters of [A-Za-z0-9_-], not starting with '_', and not "system".
 absl::Status ValidateDatabaseName(absl::string_view name);
 absl::Status ValidateTableName(absl::string_view name);
 // 1-kMaxAttributeNameBytes bytes of valid UTF-8, no '/' or '`' (D8), no control characters.
 inline constexpr size_t kMaxAttributeNameBytes = 250;
 absl::Status ValidateAttributeName(absl::string_view name);
+bool IsValidUtf8(absl::string_view s);
 
 }  // namespace cairn::catalog

@@ -17,6 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "cairn/catalog/v1/catalog.pb.h"
+#include "catalog/principals.h"
 #include "common/clock.h"
 #include "common/gate.h"
 #include "common/persistent_map.h"
@@ -184,6 +185,8 @@ struct CatalogSnapshot {
   // entry for every database with a marker or an attribute marker (markers are never
   // removed), so it also lists them without a walk (replication's SchemaDatabases).
   absl::btree_map<std::string, uint64_t, std::less<>> marker_digests;
+  // Users and roles (SPEC §7), the system database's objects. Never null once published.
+  PrincipalsRef principals = std::make_shared<const Principals>();
 
   // DATABASE_NOT_FOUND / TABLE_NOT_FOUND name what is missing; TABLE_DROPPING for a name
   // whose drop is still completing.

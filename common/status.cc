@@ -11,6 +11,7 @@ namespace cairn {
 namespace {
 
 constexpr absl::string_view kPayloadUrl = "type.cairn.dev/cairn.common.v1.ErrorCode";
+constexpr absl::string_view kDetailsUrl = "type.cairn.dev/cairn.common.v1.ErrorDetails";
 
 struct CodeInfo {
   absl::string_view name;
@@ -41,6 +42,13 @@ constexpr CodeInfo kCodes[] = {
     {"LENGTH_REQUIRED", absl::StatusCode::kFailedPrecondition, 411},
     {"HEADER_TOO_LARGE", absl::StatusCode::kResourceExhausted, 431},
     {"TOO_MANY_CONNECTIONS", absl::StatusCode::kUnavailable, 503},
+    {"USER_EXISTS", absl::StatusCode::kAlreadyExists, 409},
+    {"ROLE_EXISTS", absl::StatusCode::kAlreadyExists, 409},
+    {"USER_NOT_FOUND", absl::StatusCode::kNotFound, 404},
+    {"ROLE_NOT_FOUND", absl::StatusCode::kNotFound, 404},
+    {"ROLE_IN_USE", absl::StatusCode::kFailedPrecondition, 409},
+    {"LAST_SUPER_USER", absl::StatusCode::kFailedPrecondition, 409},
+    {"INVALID_PERMISSIONS", absl::StatusCode::kInvalidArgument, 400},
 };
 static_assert(sizeof(kCodes) / sizeof(kCodes[0]) == kMaxErrorCode + 1);
 
@@ -95,6 +103,16 @@ absl::Status Annotate(const absl::Status& s, absl::string_view context) {
   s.ForEachPayload(
       [&out](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
   return out;
+}
+
+absl::Status WithDetails(absl::Status s, absl::string_view json_object) {
+  if (!s.ok()) s.SetPayload(kDetailsUrl, absl::Cord(json_object));
+  return s;
+}
+
+std::string DetailsOf(const absl::Status& s) {
+  if (auto payload = s.GetPayload(kDetailsUrl)) return std::string(*payload);
+  return "";
 }
 
 namespace internal {

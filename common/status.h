@@ -38,8 +38,15 @@ enum class ErrorCode : int32_t {
   kLengthRequired = 18,          // FAILED_PRECONDITION   411  a body without Content-Length
   kHeaderTooLarge = 19,          // RESOURCE_EXHAUSTED    431
   kTooManyConnections = 20,      // UNAVAILABLE           503  over a connection cap
+  kUserExists = 21,              // ALREADY_EXISTS        409  SPEC U2
+  kRoleExists = 22,              // ALREADY_EXISTS        409  SPEC U2
+  kUserNotFound = 23,            // NOT_FOUND             404  SPEC U2
+  kRoleNotFound = 24,            // NOT_FOUND             404  SPEC U2
+  kRoleInUse = 25,               // FAILED_PRECONDITION   409  drop_role of a role with active users
+  kLastSuperUser = 26,           // FAILED_PRECONDITION   409  SPEC U7
+  kInvalidPermissions = 27,      // INVALID_ARGUMENT      400  SPEC U3 (role permission JSON)
 };
-inline constexpr int kMaxErrorCode = 20;
+inline constexpr int kMaxErrorCode = 27;
 
 // The canonical code that goes with a domain code (the table above).
 absl::StatusCode CanonicalCodeFor(ErrorCode code);
@@ -61,6 +68,13 @@ int HttpStatusFor(const absl::Status& s);
 
 // Prefixes the message with `context`, keeping the codes and payloads.
 absl::Status Annotate(const absl::Status& s, absl::string_view context);
+
+// More of an error for its client than the message: the text of a JSON object whose members an
+// answer adds beside "error" and "code" (Harper's "unauthorized_access", "main_permissions",
+// ...). Carried as a payload, so Annotate keeps it.
+absl::Status WithDetails(absl::Status s, absl::string_view json_object);
+// The details of `s` (WithDetails); empty when it has none.
+std::string DetailsOf(const absl::Status& s);
 
 namespace internal {
 // Streams a fatal message then aborts. Used by CAIRN_CHECK only.

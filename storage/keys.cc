@@ -63,6 +63,13 @@ std::string AttributeKey(uint64_t generation, absl::string_view attribute) {
 
 std::string PeerKey(absl::string_view name) { return absl::StrCat(kPeerPrefix, name); }
 
+std::string UserKey(absl::string_view username) { return absl::StrCat(kUserPrefix, username); }
+std::string RoleKey(absl::string_view id) { return absl::StrCat(kRolePrefix, id); }
+std::string UserMarkerKey(absl::string_view username) {
+  return absl::StrCat(kUserMarkerPrefix, username);
+}
+std::string RoleMarkerKey(absl::string_view id) { return absl::StrCat(kRoleMarkerPrefix, id); }
+
 std::string MarkerKey(absl::string_view db, absl::string_view table) {
   return absl::StrCat(kMarkerPrefix, db, "/", table);
 }

@@ -5,6 +5,10 @@
 //              A/<generation BE64><attribute>      AttributeRow
 //              M/<db>/<table>                      DropMarker
 //              N/<db>/<table>/<attribute>          AttributeMarker (SPEC C15)
+//              S/u/<username>                      UserRow (SPEC U6)
+//              S/r/<role id>                       RoleRow
+//              S/mu/<username>, S/mr/<role id>     PrincipalMarker
+//              S/k                                 SigningKey (SPEC U5)
 //   records    <generation BE64><primary key>      StoredRecord
 //   indexes    <generation BE64><attribute id BE32><value><primary key>   (empty value)
 //   changelog  <db>\0<seq BE64>                    ChangeEntry
@@ -57,6 +61,16 @@ std::string AttributeMarkerKey(absl::string_view db, absl::string_view table,
 inline constexpr absl::string_view kAttributeMarkerPrefix = "N/";
 std::string PeerKey(absl::string_view name);
 inline constexpr absl::string_view kPeerPrefix = "P/";
+// Users and roles (SPEC §7). A username may hold '/' (nothing follows it in its key).
+inline constexpr absl::string_view kUserPrefix = "S/u/";
+inline constexpr absl::string_view kRolePrefix = "S/r/";
+inline constexpr absl::string_view kUserMarkerPrefix = "S/mu/";
+inline constexpr absl::string_view kRoleMarkerPrefix = "S/mr/";
+inline constexpr absl::string_view kSigningKeyKey = "S/k";
+std::string UserKey(absl::string_view username);
+std::string RoleKey(absl::string_view id);
+std::string UserMarkerKey(absl::string_view username);
+std::string RoleMarkerKey(absl::string_view id);
 
 // --- records and indexes families
 std::string GenerationPrefix(uint64_t generation);

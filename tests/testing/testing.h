@@ -105,6 +105,13 @@ void AssertEventually(const std::function<void()>& check,
           << ::cairn::testing::GetStatus(cairn_status_)
 #define ASSERT_OK(expr) CAIRN_CHECK_OK_(ASSERT_TRUE, expr)
 #define EXPECT_OK(expr) CAIRN_CHECK_OK_(EXPECT_TRUE, expr)
+// ASSERT_OK_AND_ASSIGN(auto x, Foo()): asserts a StatusOr is OK and takes its value.
+#define CAIRN_ASSERT_OK_AND_ASSIGN_(tmp, lhs, expr) \
+  auto tmp = (expr);                                \
+  ASSERT_TRUE(tmp.ok()) << tmp.status();            \
+  lhs = std::move(tmp).value()
+#define ASSERT_OK_AND_ASSIGN(lhs, expr) \
+  CAIRN_ASSERT_OK_AND_ASSIGN_(CAIRN_STATUS_CONCAT_(cairn_assign_, __LINE__), lhs, expr)
 #define ASSERT_EVENTUALLY(fn)                       \
   do {                                              \
     ::cairn::testing::AssertEventually(fn);         \
