@@ -67,6 +67,32 @@ absl::Status ClockBound::CheckSchema(const peer::v1::DbSchema& schema, absl::str
       return s;
     }
   }
+  // U6: users, roles, their markers and the signing key are stamped too.
+  for (const catalog::v1::UserRow& u : schema.users()) {
+    for (const Hlc t : {u.stamp(), u.created_time(), u.password_time(), u.lost_super().stamp()}) {
+      if (absl::Status s = Check(t, absl::StrCat("a stamp of user ", u.username()), peer); !s.ok()) {
+        return s;
+      }
+    }
+  }
+  for (const catalog::v1::RoleRow& r : schema.roles()) {
+    for (const Hlc t : {r.stamp(), r.created_time(), r.lost_super().stamp()}) {
+      if (absl::Status s = Check(t, absl::StrCat("a stamp of role ", r.id()), peer); !s.ok()) {
+        return s;
+      }
+    }
+  }
+  for (const peer::v1::PrincipalMarker& m : schema.principal_markers()) {
+    if (absl::Status s =
+            Check(m.marker().dropped_time(), absl::StrCat("dropped_time of ", m.name()), peer);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (absl::Status s = Check(schema.signing_key().created_time(), "the signing key's stamp", peer);
+      !s.ok()) {
+    return s;
+  }
   for (const peer::v1::PeerTable& t : schema.tables()) {
     for (const peer::v1::PeerAttribute& a : t.attributes()) {
       if (absl::Status s = Check(a.created_time(),

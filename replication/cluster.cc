@@ -882,9 +882,13 @@ std::vector<PeerStatus> Cluster::Status() const {
         if (r.name == name) exclusions = r.exclude;
       }
       absl::btree_map<std::string, uint64_t> theirs = state.digests;
+      // A peer that does not take users (R1) is never sent the system database: not counted.
+      const bool users = std::find(state.capabilities.begin(), state.capabilities.end(),
+                                   kUsersCapability) != state.capabilities.end();
       for (const std::string& db : SchemaDatabases(*snap)) {
-        theirs.try_emplace(db, SchemaDigest(empty, db));
+        if (users || db != catalog::kSystemDatabase) theirs.try_emplace(db, SchemaDigest(empty, db));
       }
+      if (!users) theirs.erase(std::string(catalog::kSystemDatabase));
       for (const auto& [db, digest] : theirs) {
         if (digest != SchemaDigest(*snap, db, exclusions)) p.schema_in_sync = false;
       }

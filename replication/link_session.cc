@@ -11,6 +11,7 @@
 #include "replication/anti_entropy.h"
 #include "replication/cluster.h"
 #include "replication/schema_sync.h"
+#include "replication/user_sync.h"
 #include "spdlog/spdlog.h"
 
 namespace cairn::replication {
@@ -92,6 +93,7 @@ absl::StatusOr<bool> LinkSession::ReadHello() {
   peer_schema_ = has(kSchemaCapability);
   peer_attribute_markers_ = peer_schema_ && has(kAttributeMarkersCapability);
   peer_schema_delta_ = peer_schema_ && has(kSchemaDeltaCapability);
+  peer_users_ = peer_schema_ && has(kUsersCapability);
   // Records need both: a batch is only applicable after its table's schema.
   peer_records_ = peer_schema_ && has(kRecordsCapability);
   peer_echo_ = peer_records_ && has(kEchoCapability);
@@ -130,7 +132,7 @@ std::vector<peer::v1::DbSchema> LinkSession::SchemaRound(const catalog::CatalogS
   }
   std::vector<peer::v1::DbSchema> out;
   for (const std::string& db : SchemaDatabases(snap)) {
-    out.push_back(BuildDbSchema(snap, db, options));
+    if (SendsDatabase(options, db)) out.push_back(BuildDbSchema(snap, db, options));
   }
   return out;
 }
@@ -154,8 +156,12 @@ absl::Status LinkSession::ApplySchema(const peer::v1::DbSchema& schema) {
   // An injected error applies nothing of it and counts as a skip: the watch below asks for
   // the database whole.
   if (CAIRN_FAULT(node->catalog->options().faults, fault_points::kReplSchemaReceive).ok()) {
-    CAIRN_RETURN_IF_ERROR(
-        ApplyDbSchema(node->catalog.get(), node->records.get(), schema, &stats, exclusions));
+    if (schema.database() == catalog::kSystemDatabase) {
+      CAIRN_RETURN_IF_ERROR(ApplyUsersSchema(node->users.get(), schema, &stats));  // U6
+    } else {
+      CAIRN_RETURN_IF_ERROR(
+          ApplyDbSchema(node->catalog.get(), node->records.get(), schema, &stats, exclusions));
+    }
   } else {
     ++stats.skipped;
   }
@@ -317,6 +323,7 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
     deltas = peer_schema_delta_;
     if (schema_due) whole.swap(schema_full_);
     schema_options.attribute_markers = peer_attribute_markers_;
+    schema_options.users = peer_users_;
     dirty_ = false;
     data_hint_ = false;  // a commit from here on sets it again
     data_later_ = false;
@@ -421,6 +428,7 @@ void LinkSession::WriterLoop() {
   hello.mutable_hello()->add_capabilities(kVerifyCapability);
   hello.mutable_hello()->add_capabilities(kAttributeMarkersCapability);
   hello.mutable_hello()->add_capabilities(kSchemaDeltaCapability);
+  hello.mutable_hello()->add_capabilities(kUsersCapability);
   hello.mutable_hello()->set_log_id(cluster_->node()->log->log_id());
   hello.mutable_hello()->set_wall_ms(absl::ToUnixMillis(cluster_->node()->hlc->WallNow()));
   if (!stream_->Write(hello)) return;

@@ -63,6 +63,8 @@ inline constexpr char kAttributeMarkersCapability[] = "schema.attribute_markers.
 inline constexpr char kSchemaDeltaCapability[] = "schema.delta.v1";
 // OriginAdvert, ChangeBatch.cursor_seq and origin_gap (design 0004, one copy of each write).
 inline constexpr char kOriginsCapability[] = "records.origins.v1";
+// DbSchema of the system database: users, roles, their markers, the signing key (SPEC U6).
+inline constexpr char kUsersCapability[] = "schema.users.v1";
 // An advert that only moves origins' `seq` goes at most this often per link (a withdrawal or
 // a new `since` goes at once): each one may cost the peer a batch that moves the cursor.
 inline constexpr absl::Duration kAdvertInterval = absl::Milliseconds(10);
@@ -223,6 +225,7 @@ class LinkSession {
   bool peer_schema_ ABSL_GUARDED_BY(mu_) = false;             // ... and it speaks schema.v1
   bool peer_attribute_markers_ ABSL_GUARDED_BY(mu_) = false;  // ... and C15's markers
   bool peer_schema_delta_ ABSL_GUARDED_BY(mu_) = false;       // ... and schema.delta.v1
+  bool peer_users_ ABSL_GUARDED_BY(mu_) = false;              // ... and schema.users.v1 (U6)
   // Databases the peer asked for whole (SchemaRequest), or whose tables it refetches (R14:
   // it needs their definitions again), for the next round.
   absl::btree_set<std::string> schema_full_ ABSL_GUARDED_BY(mu_);

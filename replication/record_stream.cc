@@ -433,7 +433,9 @@ absl::StatusOr<bool> LogSender::Next(const catalog::CatalogSnapshot& snap,
   // entry only after a table of it was created, so a new one comes with a new snapshot.
   if (snap.version != dbs_version_) {
     dbs_version_ = snap.version;
-    for (const std::string& db : SchemaDatabases(snap)) dbs_.try_emplace(db);
+    for (const std::string& db : SchemaDatabases(snap)) {
+      if (db != catalog::kSystemDatabase) dbs_.try_emplace(db);  // no table, no log (U6)
+    }
     for (const std::string& db : node_->log->Databases()) dbs_.try_emplace(db);
   }
   // R17: refetches get every kRefetchShare-th batch while databases have work, so that

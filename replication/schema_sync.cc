@@ -9,6 +9,7 @@
 #include "common/fault_points.h"
 #include "common/fnv1a.h"
 #include "common/status.h"
+#include "replication/user_sync.h"
 
 namespace cairn::replication {
 namespace {
@@ -45,6 +46,7 @@ std::vector<std::string> SchemaDatabases(const catalog::CatalogSnapshot& snap) {
   absl::btree_set<std::string> names;
   for (const auto& [name, db] : snap.databases) names.insert(name);
   for (const auto& [name, sum] : snap.marker_digests) names.insert(name);
+  if (HoldsPrincipals(*snap.principals)) names.insert(std::string(catalog::kSystemDatabase));
   return {names.begin(), names.end()};
 }
 
@@ -83,6 +85,7 @@ void AddAttributeMarkers(const std::string& table, const catalog::AttributeStamp
 
 peer::v1::DbSchema BuildDbSchema(const catalog::CatalogSnapshot& snap, absl::string_view db,
                                  const SchemaOptions& options) {
+  if (db == catalog::kSystemDatabase) return BuildUsersSchema(snap, options.only);
   const Exclusions& exclusions = options.exclusions;
   peer::v1::DbSchema out;
   out.set_database(std::string(db));
@@ -142,9 +145,11 @@ std::vector<peer::v1::DbSchema> BuildDeltas(const catalog::CatalogSnapshot& snap
   absl::btree_map<std::string, absl::btree_set<std::string>> changed;
   for (const catalog::SchemaChange& c : changes) changed[c.database].insert(c.table);
   std::vector<peer::v1::DbSchema> out;
-  for (const std::string& db : full) out.push_back(BuildDbSchema(snap, db, options));
+  for (const std::string& db : full) {
+    if (SendsDatabase(options, db)) out.push_back(BuildDbSchema(snap, db, options));
+  }
   for (const auto& [db, names] : changed) {
-    if (full.contains(db)) continue;
+    if (full.contains(db) || !SendsDatabase(options, db)) continue;
     SchemaOptions delta = options;
     delta.only = &names;
     out.push_back(BuildDbSchema(snap, db, delta));
@@ -189,6 +194,7 @@ NameStates StatesOf(const peer::v1::DbSchema& schema) {
   for (const peer::v1::PeerAttributeMarker& m : schema.attribute_markers()) {
     out[m.table()] += PartHash("attribute marker", m.attribute(), m.dropped_time());
   }
+  AddUserStates(schema, &out);
   return out;
 }
 
@@ -212,10 +218,12 @@ void DropNames(const absl::flat_hash_set<std::string>& names, peer::v1::DbSchema
   drop(delta->mutable_markers(), [](const peer::v1::PeerMarker& m) { return m.table(); });
   drop(delta->mutable_attribute_markers(),
        [](const peer::v1::PeerAttributeMarker& m) { return m.table(); });
+  DropUserNames(names, delta);
 }
 
 uint64_t SchemaDigest(const catalog::CatalogSnapshot& snap, absl::string_view db,
                       const Exclusions& exclusions) {
+  if (db == catalog::kSystemDatabase) return UsersDigest(*snap.principals);
   // The sums the catalog keeps, less what the route excludes (R11): no walk of the tables or
   // the markers. A database this node does not hold counts as one without tables.
   uint64_t tables = 0;
@@ -242,6 +250,10 @@ absl::Status ApplyDbSchema(catalog::Catalog* catalog, catalog::RecordStore* reco
                            const peer::v1::DbSchema& schema, SchemaApplyStats* stats,
                            const Exclusions& exclusions) {
   const std::string& db = schema.database();
+  if (db == catalog::kSystemDatabase) {
+    ++stats->skipped;  // users and roles: ApplyUsersSchema (no table lives there)
+    return absl::OkStatus();
+  }
   // R4, step 1: markers (C8). Each retires an older generation here, or is recorded for
   // later; rows of older row generations in a kept table are purged.
   for (const peer::v1::PeerMarker& m : schema.markers()) {

@@ -43,7 +43,7 @@ class Exclusions {
 };
 
 // Every database a snapshot knows of: live ones and those that only have drop markers or
-// attribute markers left.
+// attribute markers left, and the system database when it holds users, roles or a key (U6).
 std::vector<std::string> SchemaDatabases(const catalog::CatalogSnapshot& snap);
 
 // What a DbSchema for one peer holds.
@@ -52,14 +52,24 @@ struct SchemaOptions {
   // C15's attribute markers and attribute stamps: only to a peer that advertised
   // "schema.attribute_markers.v1" (R1).
   bool attribute_markers = true;
+  // The system database's users, roles, markers and key (SPEC U6): only to a peer that
+  // advertised "schema.users.v1" (R1); to another, no DbSchema of it at all.
+  bool users = true;
   // A delta (DbSchema.delta, R3 incremental): the definition, marker and attribute markers
   // of these names only ("" names the database itself: nothing but the digest). Null: the
   // whole database.
   const absl::btree_set<std::string>* only = nullptr;
 };
 
+// Whether a peer with these options is sent DbSchemas of `db` (R1: the system database only
+// to a peer that advertised users).
+inline bool SendsDatabase(const SchemaOptions& options, absl::string_view db) {
+  return options.users || db != catalog::kSystemDatabase;
+}
+
 // R3: the live replicating tables of `db` (node-local ones, C11, are left out), every timed
-// drop marker of `db` and its attribute markers (C15), with the digest of that view.
+// drop marker of `db` and its attribute markers (C15), with the digest of that view. For the
+// system database: its users, roles, markers and key (user_sync.h).
 peer::v1::DbSchema BuildDbSchema(const catalog::CatalogSnapshot& snap, absl::string_view db,
                                  const SchemaOptions& options = {});
 
@@ -104,6 +114,8 @@ struct SchemaApplyStats {
   uint64_t tables_refused = 0;  // dead generations (C6): expected, not an error
   uint64_t excluded = 0;        // tables and markers the route excludes (R11), dropped
   uint64_t skipped = 0;         // could not be applied now (a drop draining, a bad name)
+  uint64_t users_applied = 0;   // users, roles, their markers or the key that changed (U6)
+  uint64_t users_restored = 0;  // super users the U7 repair gave back
 };
 
 // R4: markers first (C8, purging rows they retire; then C15's attribute markers, stripping

@@ -138,17 +138,21 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
   }
   options.names.clear();
   for (int i = 1; i <= initial_nodes; ++i) options.names.push_back(absl::StrCat("n", i));
+  // A node may crash at a buggified point while the cluster is wired: start it again, each
+  // attempt with other buggify seeds (the same seeds would crash the same way), so a replay of
+  // the schedule's seed makes the same attempts.
+  int attempt = 0;
   if (buggify) {
     // One buggify seed per node, from the schedule's; kept across the node's restarts.
-    options.configure = [this, crashes](const std::string& name, CairndOptions* o) {
+    options.configure = [this, crashes, &attempt](const std::string& name, CairndOptions* o) {
       o->args.push_back("--buggify-seed");
-      o->args.push_back(absl::StrCat(seed_ * 1000 + std::hash<std::string>{}(name) % 1000 + 1));
+      o->args.push_back(absl::StrCat(seed_ * 1000 + std::hash<std::string>{}(name) % 1000 + 1 +
+                                     static_cast<uint64_t>(attempt) * 7919));
       if (crashes) o->args.push_back("--buggify-crashes");
     };
   }
-  // A node may crash at a buggified point while the cluster is wired: start it again.
   absl::Status started;
-  for (int attempt = 0; attempt < 3; ++attempt) {
+  for (; attempt < 3; ++attempt) {
     started = StartCluster(options);
     if (started.ok() || !buggify) break;
     std::cerr << "starting the cluster failed (" << started << "); again\n";
