@@ -15,11 +15,17 @@
 //     backup [NAME]                           a backup of the node (create_backup)
 //     verify [DB[.TABLE]] [--node PEER]        anti-entropy with the peers now (R18), a line
 //                                             per table as it goes
+//     user list | add NAME --role R [--inactive] | alter NAME [--role R] [--active B]
+//          [--password] | drop NAME          users (SPEC §7); a new password is read from
+//                                             stdin
+//     role list | add NAME '<permission json>' | alter ID '<permission json>' | drop ID
+//     login                                   tokens for these credentials, as
+//                                             `export CAIRN_TOKEN=...` lines (eval them)
 //
 // The node defaults to $CAIRN_NODE or 127.0.0.1:9925; `https://HOST:PORT` speaks HTTPS and
 // verifies the node's certificate against --ca-file ($CAIRN_CA_FILE; else the system's CAs)
 // and the host name. Credentials come from the flags or
-// $CAIRN_ADMIN_USER / $CAIRN_ADMIN_PASSWORD. Exit status 0 on success; 1 with the server's
+// $CAIRN_ADMIN_USER / $CAIRN_ADMIN_PASSWORD, or a token ($CAIRN_TOKEN, --token) instead. Exit status 0 on success; 1 with the server's
 // message when the operation fails; 2 for a usage error; 3 when the node cannot be reached.
 #include <cstdio>
 #include <cstdlib>
@@ -49,6 +55,7 @@ struct Connection {
   std::string ca_file;
   std::string user;
   std::string password;
+  std::string token;  // set: Authorization: Bearer, not the user and password
 };
 
 int Usage(const std::string& message) {
@@ -76,7 +83,11 @@ int Run(const Connection& c, const json& operation, bool quiet = false, json* an
   httplib::ClientImpl& client = https ? *https_client : plain_client;
   client.set_connection_timeout(5, 0);
   client.set_read_timeout(300, 0);
-  if (!c.password.empty()) client.set_basic_auth(c.user, c.password);
+  if (!c.token.empty()) {
+    client.set_bearer_token_auth(c.token);
+  } else if (!c.password.empty()) {
+    client.set_basic_auth(c.user, c.password);
+  }
   auto res = client.Post("/", operation.dump(-1, ' ', false, json::error_handler_t::replace),
                          "application/json");
   if (!res) {
@@ -226,6 +237,75 @@ bool PrintVerify(const std::string& db, const json& answer) {
   return in_sync;
 }
 
+// What `cairn user`, `cairn role` and `cairn login` were given.
+struct UserArgs {
+  std::string name, role, active;
+  bool active_flag = true;
+  bool new_password = false;
+  std::string role_name, permission;
+};
+
+// '<json>', @FILE or - (stdin): the permission JSON of `cairn role`.
+bool ReadJsonArgument(std::string text, json* out) {
+  if (text == "-") {
+    text = ReadAll(std::cin);
+  } else if (!text.empty() && text[0] == '@') {
+    std::ifstream in(text.substr(1));
+    if (!in) return false;
+    text = ReadAll(in);
+  }
+  *out = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return !out->is_discarded();
+}
+
+// cairn user ..., cairn role ..., cairn login.
+int RunUsers(const Connection& c, const std::string& command, const UserArgs& a) {
+  if (command == "list") return Run(c, {{"operation", "list_users"}});
+  if (command == "drop") return Run(c, {{"operation", "drop_user"}, {"username", a.name}});
+  if (command == "add" || command == "alter") {
+    json op = {{"operation", command == "add" ? "add_user" : "alter_user"}, {"username", a.name}};
+    if (!a.role.empty()) op["role"] = a.role;
+    if (command == "add") op["active"] = a.active_flag;
+    if (!a.active.empty()) {
+      if (a.active != "true" && a.active != "false") return Usage("--active takes true or false");
+      op["active"] = a.active == "true";
+    }
+    if (command == "add" || a.new_password) {
+      // From stdin (a pipe, or typed): never a command-line argument others could read.
+      std::string password;
+      std::getline(std::cin, password);
+      if (password.empty()) return Usage("no password on stdin");
+      op["password"] = password;
+    }
+    return Run(c, op);
+  }
+  if (command == "role list") return Run(c, {{"operation", "list_roles"}});
+  if (command == "role drop") return Run(c, {{"operation", "drop_role"}, {"id", a.role_name}});
+  if (command == "role add" || command == "role alter") {
+    json permission;
+    if (!ReadJsonArgument(a.permission, &permission)) {
+      return Usage("the permission is not valid JSON (or its file cannot be read)");
+    }
+    json op = {{"permission", std::move(permission)}};
+    if (command == "role add") {
+      op["operation"] = "add_role";
+      op["role"] = a.role_name;
+    } else {
+      op["operation"] = "alter_role";
+      op["id"] = a.role_name;
+    }
+    return Run(c, op);
+  }
+  // login
+  json answer;
+  const int rc = Run(c, {{"operation", "create_authentication_tokens"}}, /*quiet=*/true, &answer);
+  if (rc != 0) return rc;
+  std::printf("export CAIRN_TOKEN='%s'\nexport CAIRN_REFRESH_TOKEN='%s'\n",
+              answer.value("operation_token", "").c_str(),
+              answer.value("refresh_token", "").c_str());
+  return 0;
+}
+
 }  // namespace
 
 int Main(int argc, char** argv) {
@@ -238,6 +318,8 @@ int Main(int argc, char** argv) {
   if (env_password != nullptr) c.password = env_password;
   const char* env_ca = std::getenv("CAIRN_CA_FILE");
   if (env_ca != nullptr) c.ca_file = env_ca;
+  const char* env_token = std::getenv("CAIRN_TOKEN");
+  if (env_token != nullptr) c.token = env_token;
   std::string password_file;
 
   CLI::App app("cairn: run operations on a cairn node", "cairn");
@@ -248,6 +330,8 @@ int Main(int argc, char** argv) {
   app.add_option("--user", c.user, "admin user ($CAIRN_ADMIN_USER)")->capture_default_str();
   app.add_option("--password-file", password_file,
                  "file with the password ($CAIRN_ADMIN_PASSWORD)");
+  app.add_option("--token", c.token, "an operation token instead of user and password "
+                                     "($CAIRN_TOKEN; `cairn login` makes one)");
 
   std::string op_text;
   auto* op = app.add_subcommand("op", "run an operation: '<json>', @FILE, or - for stdin");
@@ -298,6 +382,40 @@ int Main(int argc, char** argv) {
   verify->add_option("what", verify_what, "DB or DB.TABLE (default: every database)");
   verify->add_option("--node,--peer", verify_peer, "only this peer (default: every peer)");
 
+  // Users, roles, tokens (SPEC §7).
+  std::string user_name, user_role, user_active;
+  bool user_inactive = false, user_password = false;
+  auto* user = app.add_subcommand("user", "users: list, add, alter, drop");
+  user->require_subcommand(1);
+  auto* user_list = user->add_subcommand("list", "every user, with its role");
+  auto* user_add = user->add_subcommand("add", "a user; its password is read from stdin");
+  user_add->add_option("name", user_name, "username")->required();
+  user_add->add_option("--role", user_role, "the role's name")->required();
+  user_add->add_flag("--inactive", user_inactive, "made inactive (it cannot log in)");
+  auto* user_alter = user->add_subcommand("alter", "change a user's role, activity or password");
+  user_alter->add_option("name", user_name, "username")->required();
+  user_alter->add_option("--role", user_role, "the new role's name");
+  user_alter->add_option("--active", user_active, "true or false");
+  user_alter->add_flag("--password", user_password, "a new password, read from stdin");
+  auto* user_drop = user->add_subcommand("drop", "drop a user");
+  user_drop->add_option("name", user_name, "username")->required();
+  std::string role_name, role_permission;
+  auto* role = app.add_subcommand("role", "roles: list, add, alter, drop");
+  role->require_subcommand(1);
+  auto* role_list = role->add_subcommand("list", "every role, with its permissions");
+  auto* role_add = role->add_subcommand("add", "a role with Harper's permission JSON");
+  role_add->add_option("name", role_name, "role name (also its id)")->required();
+  role_add->add_option("permission", role_permission, "'<json>', @FILE or - for stdin")
+      ->required();
+  auto* role_alter = role->add_subcommand("alter", "replace a role's permissions");
+  role_alter->add_option("id", role_name, "role id")->required();
+  role_alter->add_option("permission", role_permission, "'<json>', @FILE or - for stdin")
+      ->required();
+  auto* role_drop = role->add_subcommand("drop", "drop a role (none of its users active)");
+  role_drop->add_option("id", role_name, "role id")->required();
+  auto* login = app.add_subcommand(
+      "login", "tokens for these credentials: prints `export CAIRN_TOKEN=...` lines to eval");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -310,6 +428,19 @@ int Main(int argc, char** argv) {
     c.password = std::string(absl::StripTrailingAsciiWhitespace(ReadAll(in)));
   }
 
+  if (user->parsed() || role->parsed() || login->parsed()) {
+    return RunUsers(c, user_list->parsed() ? "list"
+                       : user_add->parsed() ? "add"
+                       : user_alter->parsed() ? "alter"
+                       : user_drop->parsed() ? "drop"
+                       : role_list->parsed() ? "role list"
+                       : role_add->parsed() ? "role add"
+                       : role_alter->parsed() ? "role alter"
+                       : role_drop->parsed() ? "role drop"
+                                             : "login",
+                    UserArgs{user_name, user_role, user_active, !user_inactive, user_password,
+                             role_name, role_permission});
+  }
   if (op->parsed()) {
     std::string text = op_text;
     if (text == "-") {

@@ -29,7 +29,10 @@
 #include "common/fault.h"
 #include "common/status.h"
 #include "grpcpp/grpcpp.h"
+#include "node/audit.h"
+#include "node/authenticator.h"
 #include "node/backup.h"
+#include "node/credentials.h"
 #include "node/config.h"
 #include "node/http_server.h"
 #include "node/metrics.h"
@@ -53,6 +56,20 @@ void SetUpLogging(const NodeConfig& config) {
   logger->set_level(spdlog::level::from_str(config.log_level));
   logger->flush_on(spdlog::level::warn);
   spdlog::set_default_logger(logger);
+}
+
+// The signing key (U5) and the bootstrap admin (U1).
+absl::Status StartUsers(const NodeConfig& config, catalog::LocalNode* node) {
+  CAIRN_RETURN_IF_ERROR(node->users->EnsureSigningKey(NewSigningKey()));
+  if (config.admin_password.empty() || node->catalog->Snapshot()->principals->AuthenticationRequired()) {
+    return absl::OkStatus();  // no admin to make, or the users table is the authority now
+  }
+  CAIRN_ASSIGN_OR_RETURN(std::string hash, HashPassword(config.admin_password));
+  CAIRN_ASSIGN_OR_RETURN(bool made, node->users->Bootstrap(config.admin_user, hash));
+  if (made) {
+    spdlog::info("created the admin user '{}' with the super_user role (U1)", config.admin_user);
+  }
+  return absl::OkStatus();
 }
 
 void AddNodeMetrics(Metrics* metrics, catalog::LocalNode* node) {
@@ -356,14 +373,29 @@ int Run(const NodeConfig& config) {
                  buggify.crashes ? ", crashes included" : "");
   }
 
+  // SPEC U5: the token signing key (an earlier start's, or a peer's once linked: the oldest
+  // stays), and U1: the admin user, made from the flags only while the catalog has no user.
+  if (absl::Status s = StartUsers(config, node->get()); !s.ok()) return fail("users and roles", s);
+  AuthOptions auth_options;
+  auth_options.node_name = config.name;
+  auth_options.operation_token_ttl = config.operation_token_ttl;
+  auth_options.refresh_token_ttl = config.refresh_token_ttl;
+  Authenticator authenticator((*node)->catalog.get(), auth_options);
+  Audit audit(config.name);
+
   Metrics metrics;
   AddNodeMetrics(&metrics, node->get());
+  metrics.AddExternal({"cairn_auth_refused_operations_total",
+                       "Operations refused to a caller's role (SPEC U4, U8)", "counter",
+                       [&audit] { return static_cast<double>(audit.refused_total()); }});
   OpsApiOptions api_options;
   api_options.node_name = config.name;
   api_options.enable_test_hooks = config.enable_test_hooks;
   api_options.faults = &faults;
   api_options.clock = config.enable_test_hooks ? &clock : nullptr;
   api_options.backup_dir = config.backup_dir;
+  api_options.authenticator = &authenticator;
+  api_options.audit = &audit;
   replication::ClusterOptions cluster_options;
   cluster_options.node_name = config.name;
   cluster_options.secret = cluster_secret;
@@ -388,8 +420,7 @@ int Run(const NodeConfig& config) {
   HttpServerOptions http_options;
   http_options.node_name = config.name;
   http_options.listen = config.ops_listen;
-  http_options.admin_user = config.admin_user;
-  http_options.admin_password = config.admin_password;
+  http_options.authenticator = &authenticator;
   http_options.max_body_bytes = config.max_body_bytes;
   http_options.worker_threads = HttpThreadsFor(config);
   http_options.io_threads = HttpIoThreadsFor(config);

@@ -198,6 +198,12 @@ absl::Status ValidateConfig(const NodeConfig& c) {
     return Error(ErrorCode::kBadRequest,
                  "--request-timeout and --idle-timeout must be at least 100ms");
   }
+  if (c.operation_token_ttl < absl::Seconds(1) ||
+      c.refresh_token_ttl < c.operation_token_ttl) {
+    return Error(ErrorCode::kBadRequest,
+                 "--operation-token-ttl must be at least 1s, and --refresh-token-ttl at least as "
+                 "long");
+  }
   if (c.tombstone_retention < absl::Hours(1)) {
     // Shorter than a peer's ordinary absence would let its older writes resurrect deletes.
     return Error(ErrorCode::kBadRequest, "--tombstone-retention must be at least 1h");
@@ -342,6 +348,13 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
       ->capture_default_str();
   app.add_option("--idle-timeout", idle_timeout, "how long a connection may wait between requests")
       ->capture_default_str();
+  std::string operation_token_ttl = "1d", refresh_token_ttl = "30d";
+  app.add_option("--operation-token-ttl", operation_token_ttl,
+                 "how long an operation token lives (SPEC U5)")
+      ->capture_default_str();
+  app.add_option("--refresh-token-ttl", refresh_token_ttl,
+                 "how long a refresh token lives (SPEC U5)")
+      ->capture_default_str();
   app.add_option("--max-attributes-per-table", c.max_attributes_per_table,
                  "attributes a table may have from local changes")
       ->capture_default_str();
@@ -412,8 +425,16 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   }
   for (auto [text, field, flag] :
        {std::make_tuple(&request_timeout, &c.request_timeout, "--request-timeout"),
-        std::make_tuple(&idle_timeout, &c.idle_timeout, "--idle-timeout")}) {
-    if (!absl::ParseDuration(*text, field)) {
+        std::make_tuple(&idle_timeout, &c.idle_timeout, "--idle-timeout"),
+        std::make_tuple(&operation_token_ttl, &c.operation_token_ttl, "--operation-token-ttl"),
+        std::make_tuple(&refresh_token_ttl, &c.refresh_token_ttl, "--refresh-token-ttl")}) {
+    // Days too ("30d"), which absl does not read.
+    int64_t days = 0;
+    if (absl::EndsWith(*text, "d") &&
+        absl::SimpleAtoi(absl::string_view(*text).substr(0, text->size() - 1), &days) &&
+        days >= 0 && days < 100'000) {
+      *field = absl::Hours(24 * days);
+    } else if (!absl::ParseDuration(*text, field)) {
       return fail(Error(ErrorCode::kBadRequest,
                         absl::StrCat(flag, " '", *text, "' is not a duration like 10s")));
     }

@@ -79,6 +79,9 @@ struct NodeConfig {
   absl::Duration request_timeout = absl::Seconds(10);
   absl::Duration idle_timeout = absl::Seconds(5);
   bool metrics_require_auth = false;
+  // SPEC U5: how long tokens live (create_authentication_tokens).
+  absl::Duration operation_token_ttl = absl::Hours(24);
+  absl::Duration refresh_token_ttl = absl::Hours(24 * 30);
   // Bounded work per request: a table's attributes from local changes (CatalogOptions).
   size_t max_attributes_per_table = 1000;
   // C15: rows/s a strip of dropped attribute values reads; 0: no limit.

@@ -1,7 +1,7 @@
-// The operations API's credentials: Basic authentication against the admin user, and a guard
-// that slows down repeated failures from one client address (a password guesser gets a few
-// tries at full speed, then waits longer for each, up to kMaxDelay) and logs them without
-// flooding the log. Thread-safe.
+// A guard that slows down repeated failed logins from one client address (a password guesser
+// gets a few tries at full speed, then waits longer for each, up to kMaxDelay) and logs them
+// without flooding the log (U8). Who a request comes from is the Authenticator's business
+// (node/authenticator.h). Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -16,20 +16,6 @@
 
 namespace cairn::node {
 
-class BasicAuth {
- public:
-  // An empty password: every request is authorized.
-  BasicAuth(absl::string_view user, absl::string_view password);
-
-  bool required() const { return !expected_user_.empty() || !expected_password_.empty(); }
-  // OK when no password is configured or `authorization` (the header's value) names the admin
-  // user and password; UNAUTHORIZED otherwise. Takes the same time whichever part is wrong.
-  absl::Status Check(absl::string_view authorization) const;
-
- private:
-  const std::string expected_user_, expected_password_;  // both empty: no authentication
-};
-
 class LoginGuard {
  public:
   // Failures from one address within kWindow answered without delay.
@@ -41,9 +27,14 @@ class LoginGuard {
 
   explicit LoginGuard(std::string node_name) : node_name_(std::move(node_name)) {}
 
-  // A failed login from `address`: counts and logs it (at most one line per address per
-  // kLogEvery), and returns how long to wait before answering it.
-  absl::Duration Failed(absl::string_view address, absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
+  // A failed login from `address` as `user` (what the credentials claimed): counts and logs
+  // it (at most one line per address per kLogEvery, U8), and returns how long to wait before
+  // answering it.
+  absl::Duration Failed(absl::string_view address, absl::string_view user, absl::Time now)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The delay a failed login from `address` would get now, without counting one: what a
+  // request that may still fail (a token request) waits first.
+  absl::Duration Penalty(absl::string_view address, absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
   // A successful login from `address` forgives its failures.
   void Succeeded(absl::string_view address) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -51,6 +42,8 @@ class LoginGuard {
 
  private:
   static constexpr absl::Duration kLogEvery = absl::Seconds(10);
+  // The delay of the `failures`-th failure within the window.
+  static absl::Duration DelayAfter(int failures);
   struct Client {
     absl::Time window_start;
     int failures = 0;      // within the window

@@ -226,7 +226,8 @@ void HttpServer::Impl::Stop() {
   for (std::thread& t : threads_) t.join();
   threads_.clear();
   // A worker still inside an operation holds its connection, whose socket belongs to ioc_:
-  // wait for it before ioc_ goes away.
+  // wait for it before ioc_ goes away (and for a password's hash, which posts to it).
+  shared_->hashers.join();
   shared_->workers.join();
 }
 
@@ -234,7 +235,9 @@ HttpServer::HttpServer(OperationHandler handler, Metrics* metrics, HttpServerOpt
     : impl_(std::make_unique<Impl>(std::move(handler), metrics, std::move(options))) {}
 
 HttpServer::HttpServer(const OpsApi* api, Metrics* metrics, HttpServerOptions options)
-    : HttpServer([api](absl::string_view body) { return api->Handle(body); }, metrics,
+    : HttpServer([api](absl::string_view body,
+                       const Caller& caller) { return api->Handle(body, caller); },
+                 metrics,
                  std::move(options)) {}
 
 HttpServer::~HttpServer() = default;

@@ -13,6 +13,10 @@
 //  4. Credentials are checked from the headers before the body is read: a request without them
 //     is answered 401 and at most `header_limit` more bytes of it are read; no `100 Continue`
 //     goes out for it. Repeated failures from one address are answered more and more slowly.
+//     One exception: a body of at most 1 KiB without credentials is read, for the one
+//     operation that carries its credentials in the body (create_authentication_tokens), after
+//     the same delay a failed login from that address would get. A password's hash (argon2id)
+//     runs on a worker, never on an I/O thread.
 //  5. Headers are limited in bytes and in count (431); a body needs exactly one
 //     `Content-Length` (411 without, 400 for two), at most `max_body_bytes` (413); chunked and
 //     compressed bodies are refused. Malformed requests (a header line without a colon, a space
@@ -30,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "node/authenticator.h"
 #include "node/config.h"
 #include "node/metrics.h"
 #include "node/ops_api.h"
@@ -39,8 +44,9 @@ namespace cairn::node {
 struct HttpServerOptions {
   std::string node_name;
   HostPort listen;
-  std::string admin_user;
-  std::string admin_password;  // empty: no authentication (the node listens on loopback only)
+  // Who requests come from (SPEC U5). Null: no credentials are asked, every request is a
+  // super user's (tests, benchmarks). It asks for none either while the catalog holds no user.
+  Authenticator* authenticator = nullptr;
   bool metrics_require_auth = false;
   uint64_t max_body_bytes = 10 << 20;
   uint32_t header_limit = 16 << 10;  // bytes of request line and headers
@@ -56,8 +62,9 @@ struct HttpServerOptions {
   std::string tls_cert_file, tls_key_file;
 };
 
-// Runs one operation: the body of a `POST /` in, its reply out. Runs on a worker thread.
-using OperationHandler = std::function<Reply(absl::string_view body)>;
+// Runs one operation: the body of a `POST /` and who sent it in, its reply out. Runs on a
+// worker thread.
+using OperationHandler = std::function<Reply(absl::string_view body, const Caller& caller)>;
 
 class HttpServer {
  public:

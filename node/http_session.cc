@@ -10,6 +10,7 @@
 #include <chrono>
 #include <limits>
 #include <optional>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -44,6 +45,8 @@ constexpr absl::Duration kFastPathWait = absl::Microseconds(500);
 // Closing with unread bytes would make the kernel reset the connection, and the client might
 // lose the answer.
 constexpr absl::Duration kLingerTime = absl::Seconds(2);
+// Without credentials, a body up to this size is read (a token request); a larger one is not.
+constexpr uint64_t kTokenRequestBytes = 1024;
 
 std::chrono::nanoseconds Chrono(absl::Duration d) { return absl::ToChronoNanoseconds(d); }
 
@@ -252,12 +255,17 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
         return Respond(ok, false);
       }
       operation_ = "metrics";
-      if (opt_.metrics_require_auth) {
-        if (!CheckCredentials(req[http::field::authorization])) return;
+      auto serve_metrics = [this] {
+        Reply metrics;
+        metrics.body = shared_->metrics->RenderPrometheus();
+        Respond(metrics, false, "text/plain; version=0.0.4");
+      };
+      if (opt_.metrics_require_auth &&
+          !CheckCredentials(req[http::field::authorization], /*token_request=*/false,
+                            serve_metrics)) {
+        return;
       }
-      Reply metrics;
-      metrics.body = shared_->metrics->RenderPrometheus();
-      return Respond(metrics, false, "text/plain; version=0.0.4");
+      return serve_metrics();
     }
     if (req.method() != http::verb::post || target != "/") {
       return Refuse(Error(ErrorCode::kBadRequest,
@@ -270,8 +278,24 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       return Refuse(Error(ErrorCode::kShuttingDown, "the node is shutting down"),
                     opt_.header_limit);
     }
-    // Guarantee 4: credentials before anything of the body.
-    if (!CheckCredentials(req[http::field::authorization])) return;
+    // Guarantee 4: credentials before anything of the body. Without any, a body small enough
+    // to be a token request (Harper's create_authentication_tokens carries its credentials in
+    // the body) is read, and only that operation may run (Caller::Kind::kAnonymous).
+    const bool token_request = !chunked && parser_->content_length().has_value() &&
+                               length <= kTokenRequestBytes &&
+                               req.count(http::field::expect) == 0;  // no 100 without them
+    if (!CheckCredentials(req[http::field::authorization], token_request,
+                          [this] { AfterCredentials(); })) {
+      return;
+    }
+    AfterCredentials();
+  }
+
+  // The rest of OnHeader for a `POST /` whose credentials are good: framing, then the body.
+  void AfterCredentials() {
+    const auto& req = parser_->get();
+    const bool chunked = req.count(http::field::transfer_encoding) > 0;
+    const uint64_t length = parser_->content_length().value_or(0);
     if (chunked) {
       return Refuse(Error(ErrorCode::kLengthRequired,
                           "chunked request bodies are not accepted: send the body with "
@@ -308,15 +332,85 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     ReadBody();
   }
 
-  // False when the request was refused (401, after the guard's delay).
-  bool CheckCredentials(boost::beast::string_view header) {
-    if (!shared_->auth.required()) return true;
-    absl::Status auth = shared_->auth.Check(Sv(header));
-    if (auth.ok()) {
-      shared_->logins.Succeeded(address_);
+  // Guarantee 4. True when the request may go on now with `caller_` set; false when it was
+  // refused (answered 401, after the guard's delay) or waits for a password's hash, which runs
+  // on a worker (argon2id takes tens of milliseconds: never on this I/O thread), `then`
+  // running on the strand once the credentials are good. `token_request`: without credentials,
+  // the request may still ask for tokens (kAnonymous).
+  bool CheckCredentials(boost::beast::string_view header, bool token_request,
+                        std::function<void()> then) {
+    if (shared_->auth == nullptr) {
+      caller_ = Caller();
+      caller_.kind = Caller::Kind::kOpen;
+      caller_.address = address_;
       return true;
     }
-    const absl::Duration delay = shared_->logins.Failed(address_, absl::Now());
+    std::optional<absl::StatusOr<Caller>> quick = shared_->auth->Quick(Sv(header));
+    if (quick.has_value()) return Admit(std::move(*quick), header.empty() && token_request);
+    // A password to hash. Bounded: past kMaxPendingHashes waiting (a flood of new or wrong
+    // passwords) the request is refused at once, and remembered passwords and tokens go on;
+    // an address with failures waits out its penalty before its hash is queued.
+    if (shared_->hashing.load() >= HttpShared::kMaxPendingHashes) {
+      Refuse(Error(ErrorCode::kTooManyConnections,
+                   "too many logins are being checked right now; try again"),
+             opt_.header_limit);
+      return false;
+    }
+    auto hash = [self = Self(), header = std::string(Sv(header)), then = std::move(then)]() mutable {
+      self->shared_->hashing.fetch_add(1);
+      net::post(self->shared_->hashers, [self, header = std::move(header),
+                                         then = std::move(then)]() mutable {
+        absl::StatusOr<Caller> result = self->shared_->auth->Authenticate(header);
+        self->shared_->hashing.fetch_sub(1);
+        net::post(self->stream_.get_executor(),
+                  [self, result = std::move(result), then = std::move(then)]() mutable {
+                    if (self->closed_) return;
+                    if (self->Admit(std::move(result), /*token_request=*/false)) then();
+                  });
+      });
+    };
+    const absl::Duration penalty = shared_->logins.Penalty(address_, absl::Now());
+    if (penalty == absl::ZeroDuration()) {
+      hash();
+      return false;
+    }
+    timer_.expires_after(Chrono(penalty));
+    timer_.async_wait([self = Self(), hash = std::move(hash)](beast::error_code ec) mutable {
+      if (ec || self->closed_) return;
+      hash();
+    });
+    return false;
+  }
+
+  // What the credentials came to: true with `caller_` set, or false with the request refused.
+  bool Admit(absl::StatusOr<Caller> result, bool token_request) {
+    if (result.ok()) {
+      caller_ = *std::move(result);
+      caller_.address = address_;
+      // Only a password checked by its hash forgives the address's failures: remembered
+      // passwords and tokens cost nothing to repeat between guesses.
+      if (caller_.verified_password) shared_->logins.Succeeded(address_);
+      return true;
+    }
+    if (token_request) {
+      // A token request pays the guard's delay up front, as a login with a wrong password does
+      // (its failure is counted once the operation answers 401).
+      caller_ = Caller();
+      caller_.kind = Caller::Kind::kAnonymous;
+      caller_.address = address_;
+      const absl::Duration delay = shared_->logins.Penalty(address_, absl::Now());
+      if (delay == absl::ZeroDuration()) return true;
+      timer_.expires_after(Chrono(delay));
+      timer_.async_wait([self = Self()](beast::error_code ec) {
+        if (ec || self->closed_) return;
+        self->AfterCredentials();
+      });
+      return false;
+    }
+    const absl::Status auth = result.status();
+    const absl::Duration delay = shared_->logins.Failed(
+        address_, Authenticator::ClaimedUser(Sv(parser_->get()[http::field::authorization])),
+        absl::Now());
     Reply reply = ErrorReply(auth);
     if (delay == absl::ZeroDuration()) {
       Send(reply, true, opt_.header_limit, kJson, "\r\nWWW-Authenticate: Basic realm=\"cairn\"");
@@ -381,7 +475,12 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       if (reply.stream) return RunStream(std::move(reply));
       const bool close = !keep_alive_ || shared_->draining.load();
       std::string bytes = Encode(reply, close, kJson, "");
-      const size_t written = WriteFromWorker(bytes);
+      // A 401 from the operation (a token request's wrong password, a bad refresh token) is a
+      // failed login (U8): counted, and answered after the guard's delay, as at the door.
+      const absl::Duration delay = reply.status == 401
+                                       ? shared_->logins.Failed(address_, caller_.Who(), absl::Now())
+                                       : absl::ZeroDuration();
+      const size_t written = delay == absl::ZeroDuration() ? WriteFromWorker(bytes) : 0;
       if (written == bytes.size() && !close) {
         operation_ = reply.operation;
         status_ = reply.status;
@@ -393,11 +492,19 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       }
       net::post(stream_.get_executor(),
                 [self = Self(), bytes = std::move(bytes), written, close, status = reply.status,
-                 op = std::move(reply.operation)]() mutable {
+                 op = std::move(reply.operation), delay]() mutable {
                   if (self->closed_) return;
                   self->operation_ = std::move(op);
                   self->status_ = status;
-                  self->SendBytes(std::move(bytes), written, close, 0);
+                  if (delay == absl::ZeroDuration()) {
+                    return self->SendBytes(std::move(bytes), written, close, 0);
+                  }
+                  self->timer_.expires_after(Chrono(delay));
+                  self->timer_.async_wait(
+                      [self, bytes = std::move(bytes), close](beast::error_code ec) mutable {
+                        if (ec || self->closed_) return;
+                        self->SendBytes(std::move(bytes), 0, close, 0);
+                      });
                 });
       return;
     }
@@ -476,7 +583,17 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     }
     const uint64_t length = parser_->content_length().value_or(0);
     if (length > opt_.max_body_bytes || buffer_.size() < length) return false;
-    if (!shared_->auth.Check(Sv(req[http::field::authorization])).ok()) return false;
+    if (shared_->auth == nullptr) {
+      caller_ = Caller();
+      caller_.kind = Caller::Kind::kOpen;
+    } else {
+      // Only credentials good without a hash: anything else takes the strand's full path.
+      std::optional<absl::StatusOr<Caller>> quick =
+          shared_->auth->Quick(Sv(req[http::field::authorization]));
+      if (!quick.has_value() || !quick->ok()) return false;
+      caller_ = **std::move(quick);
+    }
+    caller_.address = address_;
     http10_ = req.version() < 11;
     keep_alive_ = req.keep_alive();
     return true;
@@ -486,7 +603,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   Reply RunOperation(absl::string_view body) {
     Reply reply;
     try {
-      reply = shared_->handler(body);
+      reply = shared_->handler(body, caller_);
     } catch (const std::exception& e) {
       reply = Internal(e.what());
     } catch (...) {
@@ -698,6 +815,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   std::string out_;  // the bytes being written; kept alive until the write completes
 
   // The request being served.
+  Caller caller_;  // who sent it (set before its body is read)
   absl::Time start_ = absl::InfinitePast();  // its first byte; InfinitePast: recorded
   std::string operation_ = "unknown";
   int status_ = 0;
@@ -738,9 +856,10 @@ HttpShared::HttpShared(OperationHandler h, Metrics* m, HttpServerOptions o)
     : options(std::move(o)),
       handler(std::move(h)),
       metrics(m),
-      auth(options.admin_user, options.admin_password),
+      auth(options.authenticator),
       logins(options.node_name),
-      workers(static_cast<size_t>(std::max(1, options.worker_threads))) {}
+      workers(static_cast<size_t>(std::max(1, options.worker_threads))),
+      hashers(static_cast<size_t>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 4))) {}
 
 bool HttpShared::Admit(const std::string& address, int max_total) {
   absl::MutexLock lock(&mu);

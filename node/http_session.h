@@ -20,6 +20,7 @@
 #include "boost/asio/ip/tcp.hpp"
 #include "boost/asio/ssl/context.hpp"
 #include "boost/asio/thread_pool.hpp"
+#include "node/authenticator.h"
 #include "node/http_auth.h"
 #include "node/http_server.h"
 
@@ -42,9 +43,15 @@ struct HttpShared {
   const HttpServerOptions options;
   const OperationHandler handler;
   Metrics* const metrics;
-  const BasicAuth auth;
+  Authenticator* const auth;  // null: no credentials asked (HttpServerOptions)
   LoginGuard logins;
   boost::asio::thread_pool workers;
+  // Password hashes (argon2id, ~40 ms each): threads of their own, one per core (at most 4),
+  // so a flood of logins never takes the workers; `hashing` counts those queued or running,
+  // at most kMaxPendingHashes (more are refused at once).
+  static constexpr int kMaxPendingHashes = 64;
+  boost::asio::thread_pool hashers;
+  std::atomic<int> hashing{0};
   std::atomic<bool> draining{false};
 
   // Counters for /metrics.

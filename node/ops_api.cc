@@ -101,8 +101,19 @@ Reply ErrorReply(const absl::Status& status) {
   r.error_code = std::string(ErrorCodeName(code));
   std::string message(status.message());
   if (message.empty()) message = status.ToString();
-  r.body = json{{"error", message}, {"code", r.error_code}}.dump(-1, ' ', false,
-                                                                 json::error_handler_t::replace);
+  json body = json::object();
+  body["error"] = message;
+  // Harper's extra members (WithDetails) beside the message and our code.
+  if (const std::string details = DetailsOf(status); !details.empty()) {
+    json extra = json::parse(details, nullptr, /*allow_exceptions=*/false);
+    if (extra.is_object()) {
+      for (auto& [key, value] : extra.items()) {
+        if (key != "error" && key != "code") body[key] = std::move(value);
+      }
+    }
+  }
+  body["code"] = r.error_code;
+  r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
   return r;
 }
 
@@ -131,19 +142,33 @@ const std::vector<OpsApi::Operation>& OpsApi::Operations() {
       {"search_by_hash", &OpsApi::SearchById, false},  // Harper's older name
       {"search_by_value", &OpsApi::SearchByValue, false},
       {"search_by_conditions", &OpsApi::SearchByConditions, false},
-      {"add_node", &OpsApi::AddNode, false},
-      {"remove_node", &OpsApi::RemoveNode, false},
-      {"cluster_status", &OpsApi::ClusterStatus, false},
-      {"verify", &OpsApi::Verify, false},
-      {"create_backup", &OpsApi::CreateBackup, false},
-      {"set_fault", &OpsApi::SetFault, true},
-      {"clear_fault", &OpsApi::ClearFault, true},
-      {"fault_hits", &OpsApi::FaultHits, true},
-      {"fault_probes", &OpsApi::FaultProbes, true},
-      {"set_clock", &OpsApi::SetClock, true},
-      {"read_rows", &OpsApi::ReadRows, true},
-      {"cut_link", &OpsApi::CutLink, true},
-      {"restore_link", &OpsApi::RestoreLink, true},
+      // Cluster operations and test hooks: super users only (U4).
+      {"add_node", &OpsApi::AddNode, false, "add_node"},
+      {"remove_node", &OpsApi::RemoveNode, false, "remove_node"},
+      {"cluster_status", &OpsApi::ClusterStatus, false, "cluster_status"},
+      {"verify", &OpsApi::Verify, false, "verify"},
+      {"create_backup", &OpsApi::CreateBackup, false, "create_backup"},
+      {"set_fault", &OpsApi::SetFault, true, "set_fault"},
+      {"clear_fault", &OpsApi::ClearFault, true, "clear_fault"},
+      {"fault_hits", &OpsApi::FaultHits, true, "fault_hits"},
+      {"fault_probes", &OpsApi::FaultProbes, true, "fault_probes"},
+      {"set_clock", &OpsApi::SetClock, true, "set_clock"},
+      {"read_rows", &OpsApi::ReadRows, true, "read_rows"},
+      {"cut_link", &OpsApi::CutLink, true, "cut_link"},
+      {"restore_link", &OpsApi::RestoreLink, true, "restore_link"},
+      // Users and roles (SPEC §7): super users only, named as Harper's messages name them,
+      // but for what a user may do for itself.
+      {"add_role", &OpsApi::AddRole, false, "addRole"},
+      {"alter_role", &OpsApi::AlterRole, false, "alterRole"},
+      {"drop_role", &OpsApi::DropRole, false, "dropRole"},
+      {"list_roles", &OpsApi::ListRoles, false, "listRoles"},
+      {"add_user", &OpsApi::AddUser, false, "addUser"},
+      {"alter_user", &OpsApi::AlterUser, false, "alterUser"},
+      {"drop_user", &OpsApi::DropUser, false, "dropUser"},
+      {"list_users", &OpsApi::ListUsers, false, "listUsersExternal"},
+      {"user_info", &OpsApi::UserInfo, false},
+      {"create_authentication_tokens", &OpsApi::CreateAuthenticationTokens, false},
+      {"refresh_operation_token", &OpsApi::RefreshOperationToken, false},
   };
   return *ops;
 }
@@ -212,7 +237,7 @@ std::string WhyMalformed(absl::string_view body) {
 
 }  // namespace
 
-Reply OpsApi::Handle(absl::string_view body) const {
+Reply OpsApi::Handle(absl::string_view body, const Caller& caller) const {
   if (MaxNestingDepth(body) > kMaxBodyDepth) {
     return ErrorReply(
         BadRequest(absl::StrCat("body nests deeper than ", kMaxBodyDepth, " levels")));
@@ -225,7 +250,7 @@ Reply OpsApi::Handle(absl::string_view body) const {
     return ErrorReply(
         BadRequest(absl::StrCat("the body must be a JSON object, not ", JsonTypeName(request))));
   }
-  Fields fields(request);
+  Fields fields(request, caller);
   absl::StatusOr<std::string> name = fields.String("operation");
   if (!name.ok()) return ErrorReply(name.status());
   const Operation* op = nullptr;
@@ -236,11 +261,12 @@ Reply OpsApi::Handle(absl::string_view body) const {
     return ErrorReply(BadRequest(absl::StrCat("unknown operation '", *name, "'")));
   }
   Reply reply;
-  if (op->test_hook && !options_.enable_test_hooks) {
-    reply = ErrorReply(
-        Error(ErrorCode::kForbidden, absl::StrCat("'", op->name,
-                                                  "' is a test hook; start the node with "
-                                                  "--enable-test-hooks to use it")));
+  absl::Status admitted = Admit(*op, fields);
+  if (!admitted.ok()) {
+    if (GetErrorCode(admitted) == ErrorCode::kForbidden && options_.audit != nullptr) {
+      options_.audit->Refused(caller, op->name, admitted.message());
+    }
+    reply = ErrorReply(admitted);
   } else {
     absl::StatusOr<Reply> result;
     try {
@@ -255,12 +281,37 @@ Reply OpsApi::Handle(absl::string_view body) const {
       if (GetErrorCode(result.status()) == ErrorCode::kInternal) {
         spdlog::error("[{}] {} failed: {}", options_.node_name, op->name,
                       result.status().ToString());
+      } else if (GetErrorCode(result.status()) == ErrorCode::kForbidden &&
+                 options_.audit != nullptr) {
+        // U8: a role's refusal found by the handler (a table, an attribute, a database).
+        options_.audit->Refused(caller, op->name,
+                                absl::StrCat(result.status().message(), " ",
+                                             DetailsOf(result.status())));
       }
       reply = ErrorReply(result.status());
     }
   }
   reply.operation = op->name;
   return reply;
+}
+
+absl::Status OpsApi::Admit(const Operation& op, const Fields& f) const {
+  const Caller& caller = f.caller();
+  const absl::string_view name = op.name;
+  // A request without credentials may only ask for tokens; a refresh token only refreshes.
+  if (caller.kind == Caller::Kind::kAnonymous && name != "create_authentication_tokens") {
+    return Error(ErrorCode::kUnauthorized, "Must login");
+  }
+  if (caller.kind == Caller::Kind::kRefreshToken && name != "refresh_operation_token") {
+    return Error(ErrorCode::kUnauthorized, "invalid token");
+  }
+  if (op.test_hook && !options_.enable_test_hooks) {
+    return Error(ErrorCode::kForbidden,
+                 absl::StrCat("'", name,
+                              "' is a test hook; start the node with --enable-test-hooks to use it"));
+  }
+  if (op.super_user_as != nullptr) return f.access().SuperUser(op.super_user_as);
+  return absl::OkStatus();
 }
 
 }  // namespace cairn::node

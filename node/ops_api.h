@@ -14,6 +14,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "catalog/local_node.h"
+#include "node/access.h"
+#include "node/audit.h"
+#include "node/authenticator.h"
+#include "node/credentials.h"
 #include "common/fault.h"
 #include "nlohmann/json.hpp"
 #include "replication/cluster.h"
@@ -47,14 +51,22 @@ struct OpsApiOptions {
   replication::Cluster* cluster = nullptr;
   // Where create_backup puts backups (--backup-dir). Empty: the operation is refused.
   std::string backup_dir;
+  // Tokens (create_authentication_tokens, refresh_operation_token). Null: refused.
+  Authenticator* authenticator = nullptr;
+  // Refused operations are logged and counted here (U8). Null: only answered.
+  Audit* audit = nullptr;
+  // What add_user and alter_user spend on a password's hash (credentials.h).
+  PasswordHashCost password_hash_cost;
 };
 
 class OpsApi {
  public:
   OpsApi(catalog::LocalNode* node, OpsApiOptions options);
 
-  // Parses and runs one `POST /` body.
-  Reply Handle(absl::string_view body) const;
+  // Parses and runs one `POST /` body sent by `caller`, whose role is enforced (SPEC U4).
+  Reply Handle(absl::string_view body, const Caller& caller) const;
+  // The same for an in-process caller, who may do everything.
+  Reply Handle(absl::string_view body) const { return Handle(body, Caller::Internal()); }
 
   // The operations this node answers, in SPEC §5 order (for help texts and tests).
   static std::vector<std::string> OperationNames();
@@ -66,8 +78,14 @@ class OpsApi {
     const char* name;
     Handler handler;
     bool test_hook;
+    // Set: only a super user may run it (U4), and a refusal names it so (Harper's name of the
+    // operation where Harper's tests assert it). Unset: the handler checks what it needs.
+    const char* super_user_as = nullptr;
   };
   static const std::vector<Operation>& Operations();
+  // Whether the caller may run `op` at all (U4 for whole operations, the test hooks' flag);
+  // the handler checks the objects it names.
+  absl::Status Admit(const Operation& op, const Fields& f) const;
 
   absl::StatusOr<Reply> CreateDatabase(const Fields& f) const;
   absl::StatusOr<Reply> DropDatabase(const Fields& f) const;
@@ -99,10 +117,34 @@ class OpsApi {
   absl::StatusOr<Reply> ReadRows(const Fields& f) const;
   absl::StatusOr<Reply> CutLink(const Fields& f) const;
   absl::StatusOr<Reply> RestoreLink(const Fields& f) const;
+  // Users and roles (SPEC §7), ops_api_users.cc.
+  absl::StatusOr<Reply> AddRole(const Fields& f) const;
+  absl::StatusOr<Reply> AlterRole(const Fields& f) const;
+  absl::StatusOr<Reply> DropRole(const Fields& f) const;
+  absl::StatusOr<Reply> ListRoles(const Fields& f) const;
+  absl::StatusOr<Reply> AddUser(const Fields& f) const;
+  absl::StatusOr<Reply> AlterUser(const Fields& f) const;
+  absl::StatusOr<Reply> DropUser(const Fields& f) const;
+  absl::StatusOr<Reply> ListUsers(const Fields& f) const;
+  absl::StatusOr<Reply> UserInfo(const Fields& f) const;
+  absl::StatusOr<Reply> CreateAuthenticationTokens(const Fields& f) const;
+  absl::StatusOr<Reply> RefreshOperationToken(const Fields& f) const;
+  // A user or role as list_users, user_info and list_roles answer them (no password, no hash).
+  static nlohmann::json RoleJson(const catalog::RoleDef& role);
+  static nlohmann::json UserJson(const catalog::Principals& principals,
+                                 const catalog::v1::UserRow& user);
 
   absl::StatusOr<Reply> Write(const Fields& f, catalog::WriteMode mode) const;
-  // describe_table's object for one table (Harper's fields plus ours).
-  absl::StatusOr<nlohmann::json> Describe(const catalog::TableDef& def) const;
+  // U4 for a write of `records` to db.table in `mode`, and for a read of db.table
+  // (`*get_attributes` becomes what the role may read; every `searched` attribute must be).
+  absl::Status CheckWrite(const Fields& f, const std::string& db, const std::string& table,
+                          const nlohmann::json& records, catalog::WriteMode mode) const;
+  absl::Status CheckRead(const Fields& f, const std::string& db, const std::string& table,
+                         std::vector<std::string>* get_attributes,
+                         const std::vector<std::string>& searched) const;
+  // describe_table's object for one table (Harper's fields plus ours), with the attributes
+  // `access` sees (U4).
+  absl::StatusOr<nlohmann::json> Describe(const catalog::TableDef& def, const Access& access) const;
   // A reply that streams, as a JSON array, the records `search` visits; with `key_order`
   // (get_attributes), each record's keys in that order.
   Reply StreamedArray(std::function<absl::Status(const catalog::RecordStore::Visitor&)> search,

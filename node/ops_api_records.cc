@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "node/access.h"
 #include "node/internal/ops_api_fields.h"
 #include "node/ops_api.h"
 #include "spdlog/spdlog.h"
@@ -21,7 +22,44 @@ namespace {
 // A streamed answer is handed to the socket in pieces of about this size.
 constexpr size_t kStreamChunkBytes = 64 << 10;
 
+// Every attribute a condition (or a group's conditions) names.
+void CollectAttributes(const catalog::Condition& c, std::vector<std::string>* out) {
+  if (!c.is_group()) out->push_back(c.attribute);
+  for (const catalog::Condition& child : c.children) CollectAttributes(child, out);
+}
+
 }  // namespace
+
+absl::Status OpsApi::CheckWrite(const Fields& f, const std::string& db, const std::string& table,
+                                const json& records, catalog::WriteMode mode) const {
+  const Access& access = f.access();
+  if (access.unrestricted()) return absl::OkStatus();
+  // Harper: an upsert needs both insert and update.
+  auto check = [&](std::initializer_list<Action> actions) -> absl::Status {
+    CAIRN_RETURN_IF_ERROR(access.Table(db, table, actions));
+    CAIRN_ASSIGN_OR_RETURN(catalog::TableRef def, node_->catalog->Snapshot()->FindTable(db, table));
+    return access.Write(*def, records, actions);
+  };
+  switch (mode) {
+    case catalog::WriteMode::kInsert:
+      return check({Action::kInsert});
+    case catalog::WriteMode::kUpdate:
+      return check({Action::kUpdate});
+    case catalog::WriteMode::kUpsert:
+      return check({Action::kInsert, Action::kUpdate});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OpsApi::CheckRead(const Fields& f, const std::string& db, const std::string& table,
+                               std::vector<std::string>* get_attributes,
+                               const std::vector<std::string>& searched) const {
+  const Access& access = f.access();
+  if (access.unrestricted()) return absl::OkStatus();
+  CAIRN_RETURN_IF_ERROR(access.Table(db, table, {Action::kRead}));
+  CAIRN_ASSIGN_OR_RETURN(catalog::TableRef def, node_->catalog->Snapshot()->FindTable(db, table));
+  return access.Read(*def, get_attributes, searched);
+}
 
 absl::StatusOr<Reply> OpsApi::Insert(const Fields& f) const {
   return Write(f, catalog::WriteMode::kInsert);
@@ -37,6 +75,7 @@ absl::StatusOr<Reply> OpsApi::Write(const Fields& f, catalog::WriteMode mode) co
   CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database(/*required=*/false, /*records=*/true));
   CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table(/*records=*/true));
   CAIRN_ASSIGN_OR_RETURN(const json* records, f.Array("records"));
+  CAIRN_RETURN_IF_ERROR(CheckWrite(f, db, table, *records, mode));  // U4, before any work
   CAIRN_ASSIGN_OR_RETURN(catalog::WriteResult result,
                          node_->records->Write(db, table, *records, mode));
   const char* verb = "inserted";
@@ -57,6 +96,7 @@ absl::StatusOr<Reply> OpsApi::Delete(const Fields& f) const {
   CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database(/*required=*/false, /*records=*/true));
   CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table(/*records=*/true));
   CAIRN_ASSIGN_OR_RETURN(const json* ids, f.Array("ids", "hash_values"));
+  CAIRN_RETURN_IF_ERROR(f.access().Table(db, table, {Action::kDelete}));  // U4
   CAIRN_ASSIGN_OR_RETURN(catalog::WriteResult result, node_->records->Delete(db, table, *ids));
   const std::string message =
       absl::StrCat(result.written.size(), " of ", ids->size(),
@@ -71,6 +111,7 @@ absl::StatusOr<Reply> OpsApi::SearchById(const Fields& f) const {
   CAIRN_ASSIGN_OR_RETURN(const json* ids_field, f.Array("ids", "hash_values"));
   catalog::SearchOptions options;
   CAIRN_ASSIGN_OR_RETURN(options.get_attributes, f.GetAttributes());
+  CAIRN_RETURN_IF_ERROR(CheckRead(f, db, table, &options.get_attributes, {}));  // U4
   catalog::RecordStore* records = node_->records.get();
   options.validate_only = true;
   CAIRN_RETURN_IF_ERROR(records->SearchById(db, table, *ids_field, options, nullptr));
@@ -95,6 +136,10 @@ absl::StatusOr<Reply> OpsApi::SearchByConditions(const Fields& f) const {
   CAIRN_ASSIGN_OR_RETURN(options.limit, f.Count("limit"));
   CAIRN_ASSIGN_OR_RETURN(options.offset, f.Count("offset"));
   CAIRN_ASSIGN_OR_RETURN(options.reverse, f.Bool("reverse", false));
+  std::vector<std::string> searched;
+  CollectAttributes(search.root, &searched);
+  for (const catalog::SortKey& k : search.sort) searched.push_back(k.attribute);
+  CAIRN_RETURN_IF_ERROR(CheckRead(f, db, table, &options.get_attributes, searched));  // U4
   catalog::RecordStore* records = node_->records.get();
   options.validate_only = true;
   CAIRN_RETURN_IF_ERROR(records->SearchByConditions(db, table, search, options, nullptr));
@@ -119,6 +164,7 @@ absl::StatusOr<Reply> OpsApi::SearchByValue(const Fields& f) const {
   // Harper's `desc` is the older name of `reverse`.
   CAIRN_ASSIGN_OR_RETURN(options.reverse,
                          f.Bool(f.Find("reverse") != nullptr ? "reverse" : "desc", false));
+  CAIRN_RETURN_IF_ERROR(CheckRead(f, db, table, &options.get_attributes, {attribute}));  // U4
   catalog::RecordStore* records = node_->records.get();
   options.validate_only = true;
   CAIRN_RETURN_IF_ERROR(

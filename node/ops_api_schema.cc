@@ -7,6 +7,7 @@
 #include "catalog/schema.h"
 #include "common/clock.h"
 #include "common/status.h"
+#include "node/access.h"
 #include "node/internal/ops_api_fields.h"
 #include "node/ops_api.h"
 
@@ -18,6 +19,7 @@ using internal::Message;
 
 absl::StatusOr<Reply> OpsApi::CreateDatabase(const Fields& f) const {
   CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database(/*required=*/true));
+  CAIRN_RETURN_IF_ERROR(f.access().Structure("create_database", db));  // U4
   CAIRN_RETURN_IF_ERROR(node_->catalog->CreateDatabase(db));
   return JsonReply(Message(absl::StrCat("database '", db, "' successfully created")));
 }
@@ -26,6 +28,7 @@ absl::StatusOr<Reply> OpsApi::DropDatabase(const Fields& f) const {
   // SPEC R9: a client's `replicatedFrom` / `dropped_time` are never read; this is a local
   // drop, stamped here.
   CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database(/*required=*/true));
+  CAIRN_RETURN_IF_ERROR(f.access().Structure("drop_database", db));  // U4
   CAIRN_ASSIGN_OR_RETURN(bool replicated, f.Bool("replicated", true));
   CAIRN_ASSIGN_OR_RETURN(catalog::DropResult dropped,
                          node_->catalog->DropDatabase(db, /*timed=*/replicated));
@@ -42,6 +45,9 @@ absl::StatusOr<Reply> OpsApi::DescribeDatabase(const Fields& f) const {
   // Harper's default database when absent, as for tables (creating and dropping a database
   // still name it: a default there would act on "data" by accident).
   CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
+  const Access& access = f.access();
+  // U4: a database the role does not see is answered as Harper answers it.
+  CAIRN_RETURN_IF_ERROR(access.MaySee(db));
   catalog::SnapshotRef snap = node_->catalog->Snapshot();
   const catalog::DatabaseDef* d = snap->FindDatabase(db);
   if (d == nullptr) {
@@ -49,18 +55,22 @@ absl::StatusOr<Reply> OpsApi::DescribeDatabase(const Fields& f) const {
   }
   json body = json::object();
   for (const auto& [name, def] : d->tables) {
-    CAIRN_ASSIGN_OR_RETURN(body[name], Describe(*def));
+    if (!access.Sees(db, name)) continue;
+    CAIRN_ASSIGN_OR_RETURN(body[name], Describe(*def, access));
   }
   return JsonReply(body);
 }
 
-absl::StatusOr<Reply> OpsApi::DescribeAll(const Fields&) const {
+absl::StatusOr<Reply> OpsApi::DescribeAll(const Fields& f) const {
+  const Access& access = f.access();
   catalog::SnapshotRef snap = node_->catalog->Snapshot();
   json body = json::object();
   for (const auto& [db, d] : snap->databases) {
+    if (!access.SeesDatabase(db)) continue;  // U4: what the role may see, only
     json tables = json::object();
     for (const auto& [name, def] : d->tables) {
-      CAIRN_ASSIGN_OR_RETURN(tables[name], Describe(*def));
+      if (!access.Sees(db, name)) continue;
+      CAIRN_ASSIGN_OR_RETURN(tables[name], Describe(*def, access));
     }
     body[db] = std::move(tables);
   }
@@ -71,6 +81,7 @@ absl::StatusOr<Reply> OpsApi::CreateTable(const Fields& f) const {
   catalog::TableSpec spec;
   CAIRN_ASSIGN_OR_RETURN(spec.database, f.Database());
   CAIRN_ASSIGN_OR_RETURN(spec.table, f.Table());
+  CAIRN_RETURN_IF_ERROR(f.access().Structure("create_table", spec.database));  // U4
   CAIRN_ASSIGN_OR_RETURN(spec.primary_key, f.Attribute("primary_key", "hash_attribute"));
   CAIRN_ASSIGN_OR_RETURN(spec.replicate, f.Bool("replicate", true));
   CAIRN_ASSIGN_OR_RETURN(spec.sealed, f.Bool("sealed", false));
@@ -102,14 +113,18 @@ absl::StatusOr<Reply> OpsApi::CreateTable(const Fields& f) const {
 absl::StatusOr<Reply> OpsApi::DescribeTable(const Fields& f) const {
   CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
   CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table());
+  const Access& access = f.access();
+  // U4: a table the role does not see is answered as Harper answers it.
+  CAIRN_RETURN_IF_ERROR(access.MaySee(db, table));
   CAIRN_ASSIGN_OR_RETURN(catalog::TableRef def, node_->catalog->Snapshot()->FindTable(db, table));
-  CAIRN_ASSIGN_OR_RETURN(json body, Describe(*def));
+  CAIRN_ASSIGN_OR_RETURN(json body, Describe(*def, access));
   return JsonReply(body);
 }
 
-absl::StatusOr<json> OpsApi::Describe(const catalog::TableDef& def) const {
+absl::StatusOr<json> OpsApi::Describe(const catalog::TableDef& def, const Access& access) const {
   json attributes = json::array();
   for (const catalog::AttributeDef& a : def.attributes()) {
+    if (!access.SeesAttribute(def, a.name)) continue;  // U4
     attributes.push_back({{"attribute", a.name},
                           {"type", std::string(catalog::AttributeTypeName(a.type))},
                           {"indexed", a.indexed || a.is_primary_key},
@@ -145,6 +160,7 @@ absl::StatusOr<Reply> OpsApi::DropTable(const Fields& f) const {
   // SPEC R9: client provenance fields are ignored; see DropDatabase.
   CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
   CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table());
+  CAIRN_RETURN_IF_ERROR(f.access().Structure("drop_table", db));  // U4
   CAIRN_ASSIGN_OR_RETURN(bool replicated, f.Bool("replicated", true));
   CAIRN_ASSIGN_OR_RETURN(catalog::DropResult dropped,
                          node_->catalog->DropTable(db, table, /*timed=*/replicated));
@@ -171,6 +187,7 @@ json OpsApi::PeerDropStatuses(const std::vector<replication::PeerDropStatus>& pe
 absl::StatusOr<Reply> OpsApi::CreateAttribute(const Fields& f) const {
   CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
   CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table());
+  CAIRN_RETURN_IF_ERROR(f.access().Structure("create_attribute", db));  // U4
   catalog::AttributeSpec spec;
   CAIRN_ASSIGN_OR_RETURN(spec.name, f.Attribute("attribute", "name"));
   if (f.Find("type") != nullptr) {
@@ -187,6 +204,7 @@ absl::StatusOr<Reply> OpsApi::DropAttribute(const Fields& f) const {
   CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database());
   CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table());
   CAIRN_ASSIGN_OR_RETURN(std::string attribute, f.Attribute("attribute", "name"));
+  CAIRN_RETURN_IF_ERROR(f.access().Structure("drop_attribute", db));  // U4
   // The values go in the background (C15, decision 100); readers no longer see them.
   CAIRN_RETURN_IF_ERROR(
       node_->records->DropAttribute(db, table, attribute, /*in_background=*/true).status());

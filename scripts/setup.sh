@@ -15,7 +15,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
-  libcpp-httplib-dev libboost1.74-dev libyaml-cpp-dev libssl-dev
+  libcpp-httplib-dev libboost1.74-dev libyaml-cpp-dev libssl-dev libsodium-dev
   libclang-rt-14-dev curl python3 openssl
   iproute2 iptables libnetfilter-queue-dev dpkg-dev file
 )

@@ -15,6 +15,7 @@
 #include "catalog/record_store.h"
 #include "common/status.h"
 #include "nlohmann/json.hpp"
+#include "node/access.h"
 #include "node/ops_api.h"
 #include "storage/value_codec.h"
 
@@ -46,7 +47,16 @@ using nlohmann::json;
 // a name that breaks C13.
 class OpsApi::Fields {
  public:
-  explicit Fields(const json& body) : body_(body) {}
+  // `caller`: who sent the request (SPEC U4); a part of a body read on its own (an attribute
+  // of create_table) has an in-process caller.
+  explicit Fields(const json& body, const Caller& caller = InProcess())
+      : body_(body), caller_(caller), access_(caller) {}
+
+  const Caller& caller() const { return caller_; }
+  // The whole request body (an object).
+  const json* Body() const { return &body_; }
+  // The caller's role enforced on this request (U4).
+  const Access& access() const { return access_; }
 
   // The value at `name` (or `alias`); null when absent.
   const json* Find(absl::string_view name, absl::string_view alias = {}) const {
@@ -173,7 +183,14 @@ class OpsApi::Fields {
   }
 
  private:
+  static const Caller& InProcess() {
+    static const Caller* internal = new Caller(Caller::Internal());
+    return *internal;
+  }
+
   const json& body_;
+  const Caller& caller_;
+  const Access access_;
 };
 
 }  // namespace cairn::node

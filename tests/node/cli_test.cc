@@ -205,5 +205,39 @@ TEST_F(CliTest, ErrorsExitNonZeroWithTheServersMessage) {
   EXPECT_THAT(r.err, HasSubstr("cannot reach"));
 }
 
+// SPEC §7: users and roles from the command line, and a token from `cairn login` that a later
+// command uses instead of the password.
+TEST_F(CliTest, UsersRolesAndLogin) {
+  CliResult r = Cli({"role", "add", "reader", R"({"super_user": false})"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"role\": \"reader\""));
+  r = Cli({"user", "add", "ann", "--role", "reader"}, "pw-ann\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("ann successfully added"));
+  r = Cli({"user", "list"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"username\": \"ann\""));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("argon2")));
+  // ann logs in; her token is used instead of a password, and her role is enforced.
+  r = Cli({"--user", "ann", "login"}, "", "pw-ann");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_THAT(r.out, HasSubstr("export CAIRN_TOKEN='"));
+  const size_t start = r.out.find('\'') + 1;
+  const std::string token = r.out.substr(start, r.out.find('\'', start) - start);
+  r = Cli({"--token", token, "op", R"({"operation": "user_info"})"}, "", "");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"username\": \"ann\""));
+  r = Cli({"--token", token, "user", "list"}, "", "");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("FORBIDDEN"));
+  r = Cli({"user", "alter", "ann", "--active", "false"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = Cli({"user", "drop", "ann"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = Cli({"role", "drop", "reader"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Cli({"user", "add", "bob", "--role", "reader"}, "").exit_code, 2) << "no password";
+}
+
 }  // namespace
 }  // namespace cairn::testing

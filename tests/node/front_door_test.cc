@@ -400,7 +400,7 @@ TEST_F(FrontDoorTest, RepeatedFailedLoginsAreSlowedAndLogged) {
   }
   // The 6th failure in a minute waits 2 x 100 ms before its answer (a lower bound).
   EXPECT_GE(last, absl::Milliseconds(200));
-  EXPECT_THAT(node_->log(), HasSubstr("failed login from 127.0.5.1"));
+  EXPECT_THAT(node_->log(), HasSubstr("failed login as 'admin' from 127.0.5.1"));  // U8
   EXPECT_EQ(Metric("cairn_http_login_failures_total"), 6);
   EXPECT_EQ(Rows(), 0u);
 }

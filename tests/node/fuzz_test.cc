@@ -11,6 +11,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "catalog/local_node.h"
+#include "node/authenticator.h"
+#include "node/credentials.h"
 #include "node/http_server.h"
 #include "node/metrics.h"
 #include "node/ops_api.h"
@@ -63,6 +65,30 @@ std::vector<json> Corpus() {
       {{"operation", "drop_table"}, {"database", "d"}, {"table", "s"}},
       {{"operation", "create_database"}, {"database", "e"}},
       {{"operation", "drop_database"}, {"database", "e"}},
+      // Users and roles (SPEC §7).
+      {{"operation", "add_role"},
+       {"role", "r"},
+       {"permission",
+        {{"structure_user", {"d"}},
+         {"d",
+          {{"tables",
+            {{"t",
+              {{"read", true},
+               {"insert", true},
+               {"update", false},
+               {"delete", false},
+               {"attribute_permissions",
+                {{{"attribute_name", "name"}, {"read", true}, {"insert", true}, {"update", false}}}}}}}}}}}}},
+      {{"operation", "alter_role"}, {"id", "r"}, {"permission", {{"super_user", false}}}},
+      {{"operation", "drop_role"}, {"id", "r"}},
+      {{"operation", "list_roles"}},
+      {{"operation", "add_user"}, {"username", "u"}, {"password", "p"}, {"role", "r"}, {"active", true}},
+      {{"operation", "alter_user"}, {"username", "u"}, {"active", false}, {"password", "q"}},
+      {{"operation", "drop_user"}, {"username", "u"}},
+      {{"operation", "list_users"}},
+      {{"operation", "user_info"}},
+      {{"operation", "create_authentication_tokens"}, {"username", "u"}, {"password", "p"}},
+      {{"operation", "refresh_operation_token"}, {"refresh_token", "a.b.c"}},
   };  // No cluster operations: this node has no cluster (they answer 500 "no cluster").
 }
 
@@ -228,13 +254,22 @@ class FuzzTest : public ::testing::Test {
     auto node = catalog::LocalNode::Open(dir_.Sub("db"), o);
     ASSERT_OK(node);
     node_ = std::move(*node);
+    // Users: the admin the HTTP requests log in as, cheap hashes (many users are made).
+    ASSERT_OK(node_->users->EnsureSigningKey(node::NewSigningKey()));
+    auto hash = node::HashPassword("fuzz-pass", node::kCheapPasswordHash);
+    ASSERT_OK(hash);
+    ASSERT_OK(node_->users->Bootstrap("admin", *hash));
+    auth_ = std::make_unique<node::Authenticator>(node_->catalog.get(), node::AuthOptions());
     node::OpsApiOptions ao;
     ao.node_name = "fuzz";
+    ao.authenticator = auth_.get();
+    ao.password_hash_cost = node::kCheapPasswordHash;
     api_ = std::make_unique<node::OpsApi>(node_.get(), ao);
   }
 
   TempDir dir_;
   std::unique_ptr<catalog::LocalNode> node_;
+  std::unique_ptr<node::Authenticator> auth_;
   std::unique_ptr<node::OpsApi> api_;
 };
 
@@ -278,8 +313,7 @@ TEST_F(FuzzTest, RequestsNeverCrashOrAnswer5xx) {
   node::HttpServerOptions options;
   options.node_name = "fuzz";
   options.listen = {"127.0.0.1", 0};
-  options.admin_user = "admin";
-  options.admin_password = "fuzz-pass";
+  options.authenticator = auth_.get();
   options.worker_threads = 4;
   node::HttpServer server(api_.get(), &metrics, options);
   auto bound = server.Start();
