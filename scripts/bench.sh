@@ -42,8 +42,10 @@ if [ "$quick" = 1 ]; then
   strip=(--records 3000 --seconds 1)
   search=(--records 3000 --runs 1)
   schema=(--tables 100 --bucket 50 --sample 5)
+  role=(--rounds 4)
 else
   ceiling=() node=() replication=() handover=() copy=() cluster=() drop=() verify=() strip=() search=()
+  role=()
   replication5=(--records 100000)
   schema=(--tables 2000 --bucket 500)
 fi
@@ -63,6 +65,8 @@ run_as() {
 }
 run ceiling "${ceiling[@]}"
 run node "${node[@]}"
+# Issue 40: the same rows as a user whose role grants each attribute (the cost of SPEC U4).
+run_as node_role node --role attribute --clients 1,32 "${node[@]}"
 run replication --series "$out" "${replication[@]}"
 # Issue 23: the five-node mesh's figure beside the three nodes' (all five share this machine).
 run_as replication5 replication --nodes 5 "${replication5[@]}"
@@ -74,6 +78,7 @@ run verify "${verify[@]}"
 run strip "${strip[@]}"
 run search "${search[@]}"
 run schema "${schema[@]}"
+run role "${role[@]}"
 if [ "$quick" = 0 ] && [ -x "$build/bench/record_bench" ]; then
   echo
   echo "== record_bench (unit benchmarks of the write path)"

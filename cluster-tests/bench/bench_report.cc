@@ -13,6 +13,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -78,7 +79,8 @@ int main(int argc, char** argv) {
              replication = Load(dir, "replication"), copy = Load(dir, "copy"),
              cluster = Load(dir, "cluster"), drop = Load(dir, "drop"), verify = Load(dir, "verify"),
              strip = Load(dir, "strip"), search = Load(dir, "search"), schema = Load(dir, "schema"),
-             handover = Load(dir, "handover"), replication5 = Load(dir, "replication5");
+             handover = Load(dir, "handover"), replication5 = Load(dir, "replication5"),
+             node_role = Load(dir, "node_role"), role = Load(dir, "role");
 
   const std::optional<double> storage_batch = At(ceiling, "/storage/batch100_records_per_s");
   const std::optional<double> storage_single = At(ceiling, "/storage/single_records_per_s");
@@ -90,9 +92,11 @@ int main(int argc, char** argv) {
   if (storage_batch) storage_by_3 = *storage_batch / 3;
 
   std::vector<Row> rows;
-  auto node_result = [&](const std::string& workload, int clients) -> std::optional<double> {
-    if (!node.is_object()) return std::nullopt;
-    for (const json& r : node.value("results", json::array())) {
+  auto node_result = [&](const std::string& workload, int clients,
+                         const json* from = nullptr) -> std::optional<double> {
+    const json& results = from != nullptr ? *from : node;
+    if (!results.is_object()) return std::nullopt;
+    for (const json& r : results.value("results", json::array())) {
       if (r.value("workload", "") == workload && r.value("clients", 0) == clients) {
         return r.value("records_per_s", 0.0);
       }
@@ -118,6 +122,23 @@ int main(int argc, char** argv) {
   }
   rows.push_back({"a", "(RocksDB single-record batches, 32 threads)", storage_single, "records/s",
                   std::nullopt, true, std::nullopt, ""});
+  // Issue 40: the same rows with the clients logged in as a user whose role grants each
+  // attribute (SPEC U4 enforced on every record), and what share of the admin's rows they keep.
+  for (const auto& [workload, name] : {std::pair<std::string, std::string>{"batch100", "100-record batches"},
+                                       {"upsert", "single upserts"}}) {
+    for (int clients : {1, 32}) {
+      const std::optional<double> as_role = node_result(workload, clients, &node_role);
+      const std::optional<double> as_admin = node_result(workload, clients);
+      rows.push_back({"a",
+                      absl::StrCat("  ", name, ", ", clients, clients == 1 ? " client" : " clients",
+                                   ", as a role with attribute permissions"),
+                      as_role, "records/s", std::nullopt, true, std::nullopt, ""});
+      std::optional<double> kept;
+      if (as_role && as_admin && *as_admin > 0) kept = *as_role / *as_admin;
+      rows.push_back({"a", "    share of the admin's rate kept", kept, "share", 0.95, true,
+                      std::nullopt, ""});
+    }
+  }
   // Issue 23 raised the aims of b (from 30k) and c's p99 (from 10 ms).
   rows.push_back({"b", "3 nodes, replicated to both peers (8 clients on n1)",
                   At(replication, "/throughput/replicated_records_per_s"), "records/s", 50'000,
@@ -166,6 +187,11 @@ int main(int argc, char** argv) {
                   std::nullopt, ""});
   rows.push_back({"e", "schema convergence, p99", At(cluster, "/schema_convergence/p99_ms"), "ms",
                   1000, false, std::nullopt, ""});
+  // Issue 40 (SPEC U6): a role change on n1 restricts a live session on n3.
+  rows.push_back({"u", "a role change on n1 takes effect for a session on n3, p50",
+                  At(role, "/effect/p50_ms"), "ms", std::nullopt, false, std::nullopt, ""});
+  rows.push_back({"u", "a role change on n1 takes effect for a session on n3, p99",
+                  At(role, "/effect/p99_ms"), "ms", 100, false, std::nullopt, ""});
   rows.push_back({"f", "drop with 8 writers on the table, p99", At(drop, "/drop/p99_ms"), "ms",
                   std::nullopt, false, std::nullopt, ""});
   rows.push_back({"f", "drop after the drain, p99", At(drop, "/drop/after_drain_p99_ms"), "ms", 100,

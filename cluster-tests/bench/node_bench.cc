@@ -5,7 +5,11 @@
 // with 1, 8 and 32 concurrent keep-alive clients. Prints a table and writes JSON.
 //
 //   node_bench [--cairnd PATH | --node HOST:PORT] [--seconds 5] [--clients 1,8,32]
-//              [--workloads batch100,upsert] [--json FILE]
+//              [--workloads batch100,upsert] [--role none|table|attribute] [--json FILE]
+//
+// --role: the clients log in as a user whose role grants what the workload needs on each
+// table, by table or attribute by attribute, instead of as the admin (a super user, whom
+// enforcement never looks at): the cost of enforcing a role (SPEC U4) on these rows.
 //
 // Without --node it starts its own cairnd through the cluster harness (port 0, a fresh data
 // directory under /tmp, removed at the end with the process). The load generator shares the machine
@@ -39,6 +43,49 @@ using cairn::bench::Post;
 using cairn::bench::Target;
 using nlohmann::json;
 
+constexpr char kRoleUser[] = "bench_user";
+constexpr char kRolePassword[] = "bench-user-password";
+
+// --role: the role of the clients' user, granting each table as it is made.
+struct RoleMode {
+  std::string kind = "none";        // none, table, attribute
+  json tables = json::object();     // what the role grants so far
+  bool made = false;
+};
+
+// Grants `table` to the role (making the role and the user first), as the admin.
+void Grant(httplib::Client* admin, RoleMode* mode, const std::string& table) {
+  json access = {{"read", true},
+                 {"insert", true},
+                 {"update", true},
+                 {"delete", false},
+                 {"attribute_permissions", json::array()}};
+  if (mode->kind == "attribute") {
+    for (const char* a : {"id", "customer", "qty"}) {
+      access["attribute_permissions"].push_back(
+          {{"attribute_name", a}, {"read", true}, {"insert", true}, {"update", true}});
+    }
+  }
+  mode->tables[table] = std::move(access);
+  const json permission = {{"bench", {{"tables", mode->tables}}}};
+  std::string error;
+  const json role = mode->made
+                        ? json{{"operation", "alter_role"}, {"id", "bench_role"}, {"permission", permission}}
+                        : json{{"operation", "add_role"}, {"role", "bench_role"}, {"permission", permission}};
+  if (!Post(admin, role, &error)) cairn::bench::Die("granting " + table + ": " + error);
+  if (!mode->made &&
+      !Post(admin,
+            {{"operation", "add_user"},
+             {"username", kRoleUser},
+             {"password", kRolePassword},
+             {"role", "bench_role"},
+             {"active", true}},
+            &error)) {
+    cairn::bench::Die("add_user: " + error);
+  }
+  mode->made = true;
+}
+
 struct Result {
   std::string workload;
   int clients = 0;
@@ -46,7 +93,8 @@ struct Result {
   double seconds = 0, p50_ms = 0, p99_ms = 0;
 };
 
-Result Run(const Target& target, const std::string& workload, int clients, double seconds) {
+Result Run(const Target& target, const std::string& workload, int clients, double seconds,
+           RoleMode* role) {
   const std::string table = absl::StrCat(workload, "_", clients);
   auto admin = NewClient(target);
   std::string error;
@@ -54,6 +102,12 @@ Result Run(const Target& target, const std::string& workload, int clients, doubl
   if (!Post(admin.get(), create, &error)) {
     std::fprintf(stderr, "create_table %s: %s\n", table.c_str(), error.c_str());
     std::exit(1);
+  }
+  Target load = target;
+  if (role->kind != "none") {
+    Grant(admin.get(), role, table);
+    load.user = kRoleUser;
+    load.password = kRolePassword;
   }
   const int per_request = workload == "batch100" ? 100 : 1;
   const char* operation = workload == "batch100" ? "insert" : "upsert";
@@ -64,7 +118,7 @@ Result Run(const Target& target, const std::string& workload, int clients, doubl
   std::vector<std::thread> threads;
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
-      auto client = NewClient(target);
+      auto client = NewClient(load);
       uint64_t next = 0;
       // One request body per iteration, built outside the timed section.
       while (!stop.load(std::memory_order_relaxed)) {
@@ -130,6 +184,12 @@ int main(int argc, char** argv) {
   app.add_option("--clients", clients_list, "concurrent clients, comma separated")
       ->capture_default_str();
   app.add_option("--workloads", workloads_list, "batch100,upsert")->capture_default_str();
+  RoleMode role;
+  app.add_option("--role", role.kind,
+                 "none (as the admin), or as a user whose role grants the tables (table) or "
+                 "each attribute (attribute)")
+      ->check(CLI::IsMember({"none", "table", "attribute"}))
+      ->capture_default_str();
   cairn::bench::CommonFlags flags;
   cairn::bench::AddCommonFlags(&app, &flags);
   CLI11_PARSE(app, argc, argv);
@@ -153,7 +213,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> client_counts = absl::StrSplit(clients_list, ',');
   for (const std::string& w : workloads) {
     for (const std::string& c : client_counts) {
-      results.push_back(Run(target, w, std::stoi(c), seconds));
+      results.push_back(Run(target, w, std::stoi(c), seconds, &role));
       const Result& r = results.back();
       std::fprintf(stderr, "%-9s %3d clients: %9.0f records/s\n", r.workload.c_str(), r.clients,
                    r.records / r.seconds);
@@ -162,6 +222,7 @@ int main(int argc, char** argv) {
 
   json out = {{"benchmark", "node_bench"},
               {"machine", machine},
+              {"role", role.kind},
               {"seconds_per_run", seconds},
               {"results", json::array()}};
   std::printf("\n%-9s %7s %12s %12s %9s %9s %7s\n", "workload", "clients", "records/s",
