@@ -158,7 +158,7 @@ TEST_F(UsersTest, U3_ARoleNamingWhatDoesNotExistIsRefusedInHarpersShape) {
           {{"tables",
             {{"craptable", TablePerm(true, true, true, true)},
              {"dog", TablePerm(true, true, true, true,
-                               {AttributePerm("crapattribute", true, true, true)})}}}}}}}});
+                               json::array({AttributePerm("crapattribute", true, true, true)}))}}}}}}}});
   ExpectError(a, 400, "INVALID_PERMISSIONS", "Errors in the role permissions JSON provided");
   EXPECT_THAT(a.json["main_permissions"],
               ElementsAre("Invalid key in JSON body - 'colour'",
@@ -341,7 +341,7 @@ TEST_F(UsersTest, U4_ARoleReadsOnlyItsAttributesAndWritesNothingElse) {
   AddRole("reader", {{"dev",
                       {{"tables",
                         {{"dog", TablePerm(true, false, false, false,
-                                           {AttributePerm("name", true, false, false)})}}}}}});
+                                           json::array({AttributePerm("name", true, false, false)}))}}}}}});
   AddUser("ann", "reader");
   // "*" is what the role may read: name, and the key (U4: the union of the listed).
   HttpAnswer a = AsUser("ann", {{"operation", "search_by_value"},
@@ -450,7 +450,7 @@ TEST_F(UsersTest, U4_DescribeShowsWhatTheRoleSeesAndSchemaOperationsNeedStructur
   AddRole("reader", {{"dev",
                       {{"tables",
                         {{"dog", TablePerm(true, false, false, false,
-                                           {AttributePerm("name", true, false, false)})}}}}}});
+                                           json::array({AttributePerm("name", true, false, false)}))}}}}}});
   AddRole("builder", {{"structure_user", json::array({"dev"})}});
   AddUser("ann", "reader");
   AddUser("bob", "builder");
