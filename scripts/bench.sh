@@ -85,6 +85,12 @@ if [ "$quick" = 0 ] && [ -x "$build/bench/record_bench" ]; then
   "$build/bench/record_bench" --benchmark_out="$out/record_bench.json" \
     --benchmark_out_format=json
 fi
+if [ "$quick" = 0 ] && [ -x "$build/bench/access_bench" ]; then
+  echo
+  echo "== access_bench (unit benchmarks: a role enforced on the write path, issue 40)"
+  "$build/bench/access_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+    --benchmark_out="$out/access_bench.json" --benchmark_out_format=json
+fi
 if [ "$quick" = 0 ] && [ -x "$build/bench/send_bench" ]; then
   echo
   echo "== send_bench (unit benchmark of a link's sending side)"
