@@ -334,8 +334,8 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
 
   // Guarantee 4. True when the request may go on now with `caller_` set; false when it was
   // refused (answered 401, after the guard's delay) or waits for a password's hash, which runs
-  // on a worker (argon2id takes tens of milliseconds: never on this I/O thread), `then`
-  // running on the strand once the credentials are good. `token_request`: without credentials,
+  // on the hashing threads (argon2id takes tens of milliseconds: never on this I/O thread nor
+  // a worker), `then` running on the strand once the credentials are good. `token_request`: without credentials,
   // the request may still ask for tokens (kAnonymous).
   bool CheckCredentials(boost::beast::string_view header, bool token_request,
                         std::function<void()> then) {
