@@ -49,7 +49,8 @@ struct World {
            {{"name", "qty"}, {"type", "Int"}}}}});
     json attributes = json::array();
     for (const char* a : {"id", "customer", "qty"}) {
-      attributes.push_back({{"attribute_name", a}, {"read", true}, {"insert", true}, {"update", true}});
+      attributes.push_back(
+          {{"attribute_name", a}, {"read", true}, {"insert", true}, {"update", true}});
     }
     run({{"operation", "add_role"},
          {"role", "writer"},
@@ -109,9 +110,11 @@ void BM_Upsert(benchmark::State& state) {
       const int64_t id = w.next_id.fetch_add(1);
       records.push_back({{"id", id}, {"customer", absl::StrCat("c", id % 1000)}, {"qty", id % 97}});
     }
-    const std::string body =
-        json{{"operation", "upsert"}, {"database", "bench"}, {"table", "t"}, {"records", records}}
-            .dump();
+    const std::string body = json{
+        {"operation", "upsert"},
+        {"database", "bench"},
+        {"table", "t"},
+        {"records", records}}.dump();
     state.ResumeTiming();
     node::Reply r = w.api->Handle(body, caller);
     if (r.status != 200) state.SkipWithError(r.body.c_str());

@@ -166,8 +166,9 @@ void CheckAttribute(const json& a, absl::string_view db, absl::string_view table
       report->Table(db, table,
                     absl::StrCat(upper, " attribute permission missing for '", attribute, "'"));
     } else if (!v->is_boolean()) {
-      report->Table(db, table, absl::StrCat(upper, " attribute permission for '", attribute,
-                                            "' must be a boolean"));
+      report->Table(
+          db, table,
+          absl::StrCat(upper, " attribute permission for '", attribute, "' must be a boolean"));
     } else if (v->get<bool>()) {
       // A table-level false with an attribute-level true (Harper refuses it).
       auto table_level = t.find(action);
@@ -180,8 +181,8 @@ void CheckAttribute(const json& a, absl::string_view db, absl::string_view table
   }
 }
 
-void CheckTable(const json& t, absl::string_view db, absl::string_view table,
-                const TableDef& def, PermissionReport* report) {
+void CheckTable(const json& t, absl::string_view db, absl::string_view table, const TableDef& def,
+                PermissionReport* report) {
   if (!t.is_object()) {
     for (const char* action : kTableActions) {
       report->Table(db, table,

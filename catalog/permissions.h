@@ -51,11 +51,10 @@ struct TableAccess {
 
 struct Permission {
   bool super_user = false;
-  bool structure_all = false;                         // structure_user: true
+  bool structure_all = false;                           // structure_user: true
   absl::btree_set<std::string, std::less<>> structure;  // structure_user: [databases]
   // Per database, per table.
-  absl::btree_map<std::string, absl::btree_map<std::string, TableAccess, std::less<>>,
-                  std::less<>>
+  absl::btree_map<std::string, absl::btree_map<std::string, TableAccess, std::less<>>, std::less<>>
       databases;
 
   // Schema operations on `db` (U4): super_user, or structure_user for it.

@@ -130,8 +130,7 @@ uint64_t VersionState(absl::string_view kind, absl::string_view name, uint64_t c
 uint64_t UserState(const v1::UserRow& user) {
   // The password merges on its own version: it is part of the user's.
   return VersionState("user", user.username(), user.created_time(), user.stamp(), user.origin()) +
-         VersionState("password", user.username(), 0, user.password_time(),
-                      user.password_origin());
+         VersionState("password", user.username(), 0, user.password_time(), user.password_origin());
 }
 
 uint64_t RoleState(const v1::RoleRow& role) {
@@ -157,11 +156,11 @@ absl::Status ValidateUsername(absl::string_view username) {
   }
   for (unsigned char c : username) {
     if (c < 0x20 || c == 0x7f || c == ':') {
-      return Error(ErrorCode::kBadRequest,
-                   "'username' cannot contain ':' or control characters");
+      return Error(ErrorCode::kBadRequest, "'username' cannot contain ':' or control characters");
     }
   }
-  if (!IsValidUtf8(username)) return Error(ErrorCode::kBadRequest, "'username' must be valid UTF-8");
+  if (!IsValidUtf8(username))
+    return Error(ErrorCode::kBadRequest, "'username' must be valid UTF-8");
   return absl::OkStatus();
 }
 
@@ -171,9 +170,9 @@ absl::Status ValidateRoleName(absl::string_view field, absl::string_view name) {
   }
   for (char c : name) {
     if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') {
-      return Error(ErrorCode::kBadRequest,
-                   absl::StrCat("'", field, "' may hold only letters, digits, '_' and '-': '",
-                                name, "'"));
+      return Error(
+          ErrorCode::kBadRequest,
+          absl::StrCat("'", field, "' may hold only letters, digits, '_' and '-': '", name, "'"));
     }
   }
   return absl::OkStatus();

@@ -31,7 +31,7 @@ inline constexpr absl::string_view kSystemDatabase = kSystemDatabaseName;
 // How a change of the system database is named in the schema journal and in DbSchema deltas:
 // "user/<username>", "role/<id>", "key".
 std::string UserName(absl::string_view username);  // "user/<username>"
-std::string RoleName(absl::string_view id);          // "role/<id>"
+std::string RoleName(absl::string_view id);        // "role/<id>"
 inline constexpr absl::string_view kSigningKeyName = "key";
 
 // A role and what its permission JSON grants.

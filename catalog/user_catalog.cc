@@ -96,7 +96,8 @@ struct UserCatalog::Edit {
 
  private:
   void Name(std::string name) {
-    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(std::move(name));
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      names.push_back(std::move(name));
   }
 };
 
@@ -529,11 +530,10 @@ absl::StatusOr<PrincipalApplyStats> UserCatalog::ApplyPeer(const PeerPrincipals&
     // The row by its stamp, the password by its own (UserRow.password_origin).
     v1::UserRow merged =
         Newer(row.stamp(), row.origin(), held->stamp(), held->origin()) ? row : *held;
-    const v1::UserRow& password =
-        Newer(row.password_time(), row.password_origin(), held->password_time(),
-              held->password_origin())
-            ? row
-            : *held;
+    const v1::UserRow& password = Newer(row.password_time(), row.password_origin(),
+                                        held->password_time(), held->password_origin())
+                                      ? row
+                                      : *held;
     merged.set_password_hash(password.password_hash());
     merged.set_password_time(password.password_time());
     merged.set_password_origin(password.password_origin());
@@ -566,7 +566,7 @@ struct Loss {
   Hlc stamp = 0;
   std::string origin;
   Kind kind = kUser;
-  std::string name;  // username or role id
+  std::string name;                         // username or role id
   const v1::SuperUserLoss* what = nullptr;  // in the principals it was read from
 };
 

@@ -66,8 +66,7 @@ std::string NoSuchAttribute(const catalog::TableDef& def, absl::string_view attr
 }
 
 bool IsTimestamp(absl::string_view attribute) {
-  return attribute == catalog::kCreatedTimeAttribute ||
-         attribute == catalog::kUpdatedTimeAttribute;
+  return attribute == catalog::kCreatedTimeAttribute || attribute == catalog::kUpdatedTimeAttribute;
 }
 
 }  // namespace
@@ -81,18 +80,18 @@ absl::Status Access::Refuse(json unauthorized, json invalid) {
 
 absl::Status Access::SuperUser(absl::string_view harper_name) const {
   if (unrestricted()) return absl::OkStatus();
-  return Refuse(
-      json::array({absl::StrCat("Operation '", harper_name, "' is restricted to 'super_user' roles")}),
-      json::array());
+  return Refuse(json::array({absl::StrCat("Operation '", harper_name,
+                                          "' is restricted to 'super_user' roles")}),
+                json::array());
 }
 
 absl::Status Access::Structure(absl::string_view operation, absl::string_view db) const {
   const catalog::Permission* p = caller_.permission();
   if (unrestricted() || (p != nullptr && p->MayChangeStructure(db))) return absl::OkStatus();
-  return Refuse(json::array({absl::StrCat("Operation '", operation,
-                                          "' needs super_user or structure_user for database '",
-                                          db, "'")}),
-                json::array());
+  return Refuse(
+      json::array({absl::StrCat("Operation '", operation,
+                                "' needs super_user or structure_user for database '", db, "'")}),
+      json::array());
 }
 
 absl::Status Access::Table(absl::string_view db, absl::string_view table,
@@ -141,9 +140,9 @@ absl::Status Access::Read(const catalog::TableDef& def, std::vector<std::string>
     }
   };
   for (const std::string& a : searched) check(a);
-  const bool all = get_attributes->empty() ||
-                   std::find(get_attributes->begin(), get_attributes->end(), "*") !=
-                       get_attributes->end();
+  const bool all =
+      get_attributes->empty() ||
+      std::find(get_attributes->begin(), get_attributes->end(), "*") != get_attributes->end();
   if (all) {
     // "*" is what the role may read, in the table's order (Harper).
     get_attributes->clear();

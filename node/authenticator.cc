@@ -110,8 +110,7 @@ std::optional<absl::StatusOr<Caller>> Authenticator::Check(absl::string_view hea
   if (colon == std::string::npos) return absl::StatusOr<Caller>(LoginFailed());
   absl::StatusOr<Caller> out = LoginFailed();
   if (CheckPassword(principals, absl::string_view(decoded).substr(0, colon),
-                    absl::string_view(decoded).substr(colon + 1), slow, &out) ==
-      Step::kNeedsHash) {
+                    absl::string_view(decoded).substr(colon + 1), slow, &out) == Step::kNeedsHash) {
     return std::nullopt;
   }
   return out;

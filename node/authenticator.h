@@ -34,12 +34,12 @@ struct Caller {
     kAnonymous,     // no credentials, a small body: create_authentication_tokens only
   };
   Kind kind = Kind::kInternal;
-  std::string username;   // kUser, kRefreshToken
-  std::string address;    // the client's address, for the audit (U8)
+  std::string username;  // kUser, kRefreshToken
+  std::string address;   // the client's address, for the audit (U8)
   // A password verified by its hash now (not a remembered one, not a token): what may forgive
   // the address's failed logins (LoginGuard::Succeeded).
   bool verified_password = false;
-  std::string token;      // kRefreshToken: the token itself
+  std::string token;                       // kRefreshToken: the token itself
   catalog::PrincipalsRef principals;       // the users and roles it was authenticated against
   const catalog::RoleDef* role = nullptr;  // kUser: its role (in `principals`), null if none
 
@@ -58,9 +58,9 @@ struct Caller {
 
 struct AuthOptions {
   std::string node_name;
-  absl::Duration operation_token_ttl = absl::Hours(24);       // --operation-token-ttl
-  absl::Duration refresh_token_ttl = absl::Hours(24 * 30);    // --refresh-token-ttl
-  Clock* clock = nullptr;                                     // null: the system clock
+  absl::Duration operation_token_ttl = absl::Hours(24);     // --operation-token-ttl
+  absl::Duration refresh_token_ttl = absl::Hours(24 * 30);  // --refresh-token-ttl
+  Clock* clock = nullptr;                                   // null: the system clock
 };
 
 class Authenticator {
@@ -77,8 +77,7 @@ class Authenticator {
   // Harper's words otherwise: "Must login", "Login failed", "invalid token", "token expired",
   // "Cannot complete request: User is inactive". May hash a password (~40 ms): call it on a
   // worker thread, or only after Quick() said it must.
-  absl::StatusOr<Caller> Authenticate(absl::string_view authorization)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<Caller> Authenticate(absl::string_view authorization) ABSL_LOCKS_EXCLUDED(mu_);
   // The same when it needs no password hash (no credentials, a token, a password seen
   // before); nullopt when it does.
   std::optional<absl::StatusOr<Caller>> Quick(absl::string_view authorization)

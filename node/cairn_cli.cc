@@ -25,8 +25,9 @@
 // The node defaults to $CAIRN_NODE or 127.0.0.1:9925; `https://HOST:PORT` speaks HTTPS and
 // verifies the node's certificate against --ca-file ($CAIRN_CA_FILE; else the system's CAs)
 // and the host name. Credentials come from the flags or
-// $CAIRN_ADMIN_USER / $CAIRN_ADMIN_PASSWORD, or a token ($CAIRN_TOKEN, --token) instead. Exit status 0 on success; 1 with the server's
-// message when the operation fails; 2 for a usage error; 3 when the node cannot be reached.
+// $CAIRN_ADMIN_USER / $CAIRN_ADMIN_PASSWORD, or a token ($CAIRN_TOKEN, --token) instead. Exit
+// status 0 on success; 1 with the server's message when the operation fails; 2 for a usage error; 3
+// when the node cannot be reached.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -330,8 +331,9 @@ int Main(int argc, char** argv) {
   app.add_option("--user", c.user, "admin user ($CAIRN_ADMIN_USER)")->capture_default_str();
   app.add_option("--password-file", password_file,
                  "file with the password ($CAIRN_ADMIN_PASSWORD)");
-  app.add_option("--token", c.token, "an operation token instead of user and password "
-                                     "($CAIRN_TOKEN; `cairn login` makes one)");
+  app.add_option("--token", c.token,
+                 "an operation token instead of user and password "
+                 "($CAIRN_TOKEN; `cairn login` makes one)");
 
   std::string op_text;
   auto* op = app.add_subcommand("op", "run an operation: '<json>', @FILE, or - for stdin");
@@ -405,8 +407,7 @@ int Main(int argc, char** argv) {
   auto* role_list = role->add_subcommand("list", "every role, with its permissions");
   auto* role_add = role->add_subcommand("add", "a role with Harper's permission JSON");
   role_add->add_option("name", role_name, "role name (also its id)")->required();
-  role_add->add_option("permission", role_permission, "'<json>', @FILE or - for stdin")
-      ->required();
+  role_add->add_option("permission", role_permission, "'<json>', @FILE or - for stdin")->required();
   auto* role_alter = role->add_subcommand("alter", "replace a role's permissions");
   role_alter->add_option("id", role_name, "role id")->required();
   role_alter->add_option("permission", role_permission, "'<json>', @FILE or - for stdin")
@@ -429,15 +430,16 @@ int Main(int argc, char** argv) {
   }
 
   if (user->parsed() || role->parsed() || login->parsed()) {
-    return RunUsers(c, user_list->parsed() ? "list"
-                       : user_add->parsed() ? "add"
-                       : user_alter->parsed() ? "alter"
-                       : user_drop->parsed() ? "drop"
-                       : role_list->parsed() ? "role list"
-                       : role_add->parsed() ? "role add"
-                       : role_alter->parsed() ? "role alter"
-                       : role_drop->parsed() ? "role drop"
-                                             : "login",
+    return RunUsers(c,
+                    user_list->parsed()    ? "list"
+                    : user_add->parsed()   ? "add"
+                    : user_alter->parsed() ? "alter"
+                    : user_drop->parsed()  ? "drop"
+                    : role_list->parsed()  ? "role list"
+                    : role_add->parsed()   ? "role add"
+                    : role_alter->parsed() ? "role alter"
+                    : role_drop->parsed()  ? "role drop"
+                                           : "login",
                     UserArgs{user_name, user_role, user_active, !user_inactive, user_password,
                              role_name, role_permission});
   }

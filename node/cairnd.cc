@@ -32,8 +32,8 @@
 #include "node/audit.h"
 #include "node/authenticator.h"
 #include "node/backup.h"
-#include "node/credentials.h"
 #include "node/config.h"
+#include "node/credentials.h"
 #include "node/http_server.h"
 #include "node/metrics.h"
 #include "node/ops_api.h"
@@ -61,7 +61,8 @@ void SetUpLogging(const NodeConfig& config) {
 // The signing key (U5) and the bootstrap admin (U1).
 absl::Status StartUsers(const NodeConfig& config, catalog::LocalNode* node) {
   CAIRN_RETURN_IF_ERROR(node->users->EnsureSigningKey(NewSigningKey()));
-  if (config.admin_password.empty() || node->catalog->Snapshot()->principals->AuthenticationRequired()) {
+  if (config.admin_password.empty() ||
+      node->catalog->Snapshot()->principals->AuthenticationRequired()) {
     return absl::OkStatus();  // no admin to make, or the users table is the authority now
   }
   CAIRN_ASSIGN_OR_RETURN(std::string hash, HashPassword(config.admin_password));

@@ -198,8 +198,7 @@ absl::Status ValidateConfig(const NodeConfig& c) {
     return Error(ErrorCode::kBadRequest,
                  "--request-timeout and --idle-timeout must be at least 100ms");
   }
-  if (c.operation_token_ttl < absl::Seconds(1) ||
-      c.refresh_token_ttl < c.operation_token_ttl) {
+  if (c.operation_token_ttl < absl::Seconds(1) || c.refresh_token_ttl < c.operation_token_ttl) {
     return Error(ErrorCode::kBadRequest,
                  "--operation-token-ttl must be at least 1s, and --refresh-token-ttl at least as "
                  "long");

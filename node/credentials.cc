@@ -84,7 +84,8 @@ absl::StatusOr<std::string> HashPassword(absl::string_view password, PasswordHas
 bool VerifyPassword(absl::string_view hash, absl::string_view password) {
   InitSodium();
   // A hash from a peer is input like any other: only libsodium's own argon2id strings, whole.
-  if (hash.size() >= crypto_pwhash_STRBYTES || hash.substr(0, kArgon2idPrefix.size()) != kArgon2idPrefix ||
+  if (hash.size() >= crypto_pwhash_STRBYTES ||
+      hash.substr(0, kArgon2idPrefix.size()) != kArgon2idPrefix ||
       hash.find('\0') != absl::string_view::npos || password.size() > kMaxPasswordBytes) {
     return false;
   }
@@ -200,7 +201,8 @@ absl::StatusOr<TokenClaims> VerifyToken(absl::string_view token, absl::string_vi
     return InvalidToken();
   }
   auto super_user = payload.find("super_user");
-  claims.super_user = super_user != payload.end() && super_user->is_boolean() && super_user->get<bool>();
+  claims.super_user =
+      super_user != payload.end() && super_user->is_boolean() && super_user->get<bool>();
   if (absl::ToUnixSeconds(now) >= claims.expires_at) {
     return Error(ErrorCode::kUnauthorized, "token expired");
   }

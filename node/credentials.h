@@ -52,9 +52,9 @@ enum class TokenKind { kOperation, kRefresh };
 struct TokenClaims {
   std::string username;
   TokenKind kind = TokenKind::kOperation;
-  bool super_user = false;  // Harper's claim; what the user may do is read at each request
-  int64_t issued_at = 0;    // seconds since the Unix epoch ("iat")
-  int64_t expires_at = 0;   // ("exp")
+  bool super_user = false;    // Harper's claim; what the user may do is read at each request
+  int64_t issued_at = 0;      // seconds since the Unix epoch ("iat")
+  int64_t expires_at = 0;     // ("exp")
   uint64_t created_time = 0;  // the user's (HLC, "ct")
   std::string password_tag;   // PasswordTag of the user's password hash ("ph")
 };

@@ -235,10 +235,9 @@ HttpServer::HttpServer(OperationHandler handler, Metrics* metrics, HttpServerOpt
     : impl_(std::make_unique<Impl>(std::move(handler), metrics, std::move(options))) {}
 
 HttpServer::HttpServer(const OpsApi* api, Metrics* metrics, HttpServerOptions options)
-    : HttpServer([api](absl::string_view body,
-                       const Caller& caller) { return api->Handle(body, caller); },
-                 metrics,
-                 std::move(options)) {}
+    : HttpServer(
+          [api](absl::string_view body, const Caller& caller) { return api->Handle(body, caller); },
+          metrics, std::move(options)) {}
 
 HttpServer::~HttpServer() = default;
 

@@ -260,9 +260,8 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
         metrics.body = shared_->metrics->RenderPrometheus();
         Respond(metrics, false, "text/plain; version=0.0.4");
       };
-      if (opt_.metrics_require_auth &&
-          !CheckCredentials(req[http::field::authorization], /*token_request=*/false,
-                            serve_metrics)) {
+      if (opt_.metrics_require_auth && !CheckCredentials(req[http::field::authorization],
+                                                         /*token_request=*/false, serve_metrics)) {
         return;
       }
       return serve_metrics();
@@ -335,8 +334,8 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   // Guarantee 4. True when the request may go on now with `caller_` set; false when it was
   // refused (answered 401, after the guard's delay) or waits for a password's hash, which runs
   // on the hashing threads (argon2id takes tens of milliseconds: never on this I/O thread nor
-  // a worker), `then` running on the strand once the credentials are good. `token_request`: without credentials,
-  // the request may still ask for tokens (kAnonymous).
+  // a worker), `then` running on the strand once the credentials are good. `token_request`: without
+  // credentials, the request may still ask for tokens (kAnonymous).
   bool CheckCredentials(boost::beast::string_view header, bool token_request,
                         std::function<void()> then) {
     if (shared_->auth == nullptr) {
@@ -356,18 +355,19 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
              opt_.header_limit);
       return false;
     }
-    auto hash = [self = Self(), header = std::string(Sv(header)), then = std::move(then)]() mutable {
+    auto hash = [self = Self(), header = std::string(Sv(header)),
+                 then = std::move(then)]() mutable {
       self->shared_->hashing.fetch_add(1);
-      net::post(self->shared_->hashers, [self, header = std::move(header),
-                                         then = std::move(then)]() mutable {
-        absl::StatusOr<Caller> result = self->shared_->auth->Authenticate(header);
-        self->shared_->hashing.fetch_sub(1);
-        net::post(self->stream_.get_executor(),
-                  [self, result = std::move(result), then = std::move(then)]() mutable {
-                    if (self->closed_) return;
-                    if (self->Admit(std::move(result), /*token_request=*/false)) then();
-                  });
-      });
+      net::post(self->shared_->hashers,
+                [self, header = std::move(header), then = std::move(then)]() mutable {
+                  absl::StatusOr<Caller> result = self->shared_->auth->Authenticate(header);
+                  self->shared_->hashing.fetch_sub(1);
+                  net::post(self->stream_.get_executor(),
+                            [self, result = std::move(result), then = std::move(then)]() mutable {
+                              if (self->closed_) return;
+                              if (self->Admit(std::move(result), /*token_request=*/false)) then();
+                            });
+                });
     };
     const absl::Duration penalty = shared_->logins.Penalty(address_, absl::Now());
     if (penalty == absl::ZeroDuration()) {
@@ -477,9 +477,9 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       std::string bytes = Encode(reply, close, kJson, "");
       // A 401 from the operation (a token request's wrong password, a bad refresh token) is a
       // failed login (U8): counted, and answered after the guard's delay, as at the door.
-      const absl::Duration delay = reply.status == 401
-                                       ? shared_->logins.Failed(address_, caller_.Who(), absl::Now())
-                                       : absl::ZeroDuration();
+      const absl::Duration delay =
+          reply.status == 401 ? shared_->logins.Failed(address_, caller_.Who(), absl::Now())
+                              : absl::ZeroDuration();
       const size_t written = delay == absl::ZeroDuration() ? WriteFromWorker(bytes) : 0;
       if (written == bytes.size() && !close) {
         operation_ = reply.operation;
@@ -815,7 +815,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   std::string out_;  // the bytes being written; kept alive until the write completes
 
   // The request being served.
-  Caller caller_;  // who sent it (set before its body is read)
+  Caller caller_;                            // who sent it (set before its body is read)
   absl::Time start_ = absl::InfinitePast();  // its first byte; InfinitePast: recorded
   std::string operation_ = "unknown";
   int status_ = 0;
@@ -859,7 +859,8 @@ HttpShared::HttpShared(OperationHandler h, Metrics* m, HttpServerOptions o)
       auth(options.authenticator),
       logins(options.node_name),
       workers(static_cast<size_t>(std::max(1, options.worker_threads))),
-      hashers(static_cast<size_t>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 4))) {}
+      hashers(
+          static_cast<size_t>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 4))) {}
 
 bool HttpShared::Admit(const std::string& address, int max_total) {
   absl::MutexLock lock(&mu);

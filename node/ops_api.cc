@@ -284,9 +284,9 @@ Reply OpsApi::Handle(absl::string_view body, const Caller& caller) const {
       } else if (GetErrorCode(result.status()) == ErrorCode::kForbidden &&
                  options_.audit != nullptr) {
         // U8: a role's refusal found by the handler (a table, an attribute, a database).
-        options_.audit->Refused(caller, op->name,
-                                absl::StrCat(result.status().message(), " ",
-                                             DetailsOf(result.status())));
+        options_.audit->Refused(
+            caller, op->name,
+            absl::StrCat(result.status().message(), " ", DetailsOf(result.status())));
       }
       reply = ErrorReply(result.status());
     }
@@ -306,9 +306,10 @@ absl::Status OpsApi::Admit(const Operation& op, const Fields& f) const {
     return Error(ErrorCode::kUnauthorized, "invalid token");
   }
   if (op.test_hook && !options_.enable_test_hooks) {
-    return Error(ErrorCode::kForbidden,
-                 absl::StrCat("'", name,
-                              "' is a test hook; start the node with --enable-test-hooks to use it"));
+    return Error(
+        ErrorCode::kForbidden,
+        absl::StrCat("'", name,
+                     "' is a test hook; start the node with --enable-test-hooks to use it"));
   }
   if (op.super_user_as != nullptr) return f.access().SuperUser(op.super_user_as);
   return absl::OkStatus();

@@ -14,12 +14,12 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "catalog/local_node.h"
+#include "common/fault.h"
+#include "nlohmann/json.hpp"
 #include "node/access.h"
 #include "node/audit.h"
 #include "node/authenticator.h"
 #include "node/credentials.h"
-#include "common/fault.h"
-#include "nlohmann/json.hpp"
 #include "replication/cluster.h"
 
 namespace cairn::node {

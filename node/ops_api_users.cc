@@ -28,8 +28,8 @@ using internal::Message;
 namespace {
 
 // Keys add_role and alter_role take (Harper's list); any other is refused.
-constexpr const char* kRoleKeys[] = {"operation", "role", "id", "permission", "hdb_user",
-                                     "access", "hdb_auth_header"};
+constexpr const char* kRoleKeys[] = {"operation", "role",           "id", "permission", "hdb_user",
+                                     "access",    "hdb_auth_header"};
 
 // Harper refuses a role request's unknown keys, in its role-JSON answer.
 std::vector<std::string> UnknownRoleKeys(const json& body) {
@@ -40,13 +40,15 @@ std::vector<std::string> UnknownRoleKeys(const json& body) {
     if (!known) unknown.push_back(absl::StrCat("'", key, "'"));
   }
   if (unknown.empty()) return {};
-  return {absl::StrCat(unknown.size() == 1 ? "Invalid key in JSON body - "
-                                           : "Invalid keys in JSON body - ",
-                       absl::StrJoin(unknown, ", "))};
+  return {absl::StrCat(
+      unknown.size() == 1 ? "Invalid key in JSON body - " : "Invalid keys in JSON body - ",
+      absl::StrJoin(unknown, ", "))};
 }
 
 // A present, non-empty string field, or Harper's "<Field> can't be blank".
-bool Present(const json* v) { return v != nullptr && v->is_string() && !v->get<std::string>().empty(); }
+bool Present(const json* v) {
+  return v != nullptr && v->is_string() && !v->get<std::string>().empty();
+}
 
 int64_t Ms(Hlc stamp) { return static_cast<int64_t>(HybridClock::PhysicalMs(stamp)); }
 
@@ -76,8 +78,7 @@ absl::StatusOr<absl::Duration> ParseExpiresIn(const json& v) {
 }  // namespace
 
 json OpsApi::RoleJson(const catalog::RoleDef& role) {
-  json permission =
-      json::parse(role.row.permission(), nullptr, /*allow_exceptions=*/false);
+  json permission = json::parse(role.row.permission(), nullptr, /*allow_exceptions=*/false);
   if (permission.is_discarded()) permission = json::object();
   return {{"__createdtime__", Ms(role.row.created_time())},
           {"__updatedtime__", Ms(role.row.stamp())},
@@ -108,7 +109,8 @@ absl::StatusOr<Reply> OpsApi::AddRole(const Fields& f) const {
   if (Present(role) && !catalog::ValidateRoleName("role", role->get<std::string>()).ok()) {
     main.push_back("Role is invalid");
   }
-  if (id != nullptr && (!Present(id) || !catalog::ValidateRoleName("id", id->get<std::string>()).ok())) {
+  if (id != nullptr &&
+      (!Present(id) || !catalog::ValidateRoleName("id", id->get<std::string>()).ok())) {
     main.push_back("Id is invalid");
   }
   catalog::SnapshotRef snap = node_->catalog->Snapshot();
@@ -181,7 +183,8 @@ absl::StatusOr<Reply> OpsApi::AddUser(const Fields& f) const {
   }
   if (!errors.empty()) return BadRequest(absl::StrJoin(errors, ","));
   CAIRN_RETURN_IF_ERROR(catalog::ValidateUsername(username->get<std::string>()));
-  CAIRN_ASSIGN_OR_RETURN(std::string hash, HashPassword(password->get<std::string>(), options_.password_hash_cost));
+  CAIRN_ASSIGN_OR_RETURN(std::string hash,
+                         HashPassword(password->get<std::string>(), options_.password_hash_cost));
   catalog::UserSpec spec;
   spec.username = username->get<std::string>();
   spec.password_hash = std::move(hash);
@@ -207,7 +210,8 @@ absl::StatusOr<Reply> OpsApi::AlterUser(const Fields& f) const {
         absl::StripAsciiWhitespace(password->get<std::string>()).empty()) {
       return BadRequest("password cannot be an empty string");
     }
-    CAIRN_ASSIGN_OR_RETURN(change.password_hash, HashPassword(password->get<std::string>(), options_.password_hash_cost));
+    CAIRN_ASSIGN_OR_RETURN(change.password_hash,
+                           HashPassword(password->get<std::string>(), options_.password_hash_cost));
   }
   if (role != nullptr) {
     if (!Present(role)) return BadRequest("If role is specified, it cannot be empty.");

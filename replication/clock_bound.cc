@@ -70,7 +70,8 @@ absl::Status ClockBound::CheckSchema(const peer::v1::DbSchema& schema, absl::str
   // U6: users, roles, their markers and the signing key are stamped too.
   for (const catalog::v1::UserRow& u : schema.users()) {
     for (const Hlc t : {u.stamp(), u.created_time(), u.password_time(), u.lost_super().stamp()}) {
-      if (absl::Status s = Check(t, absl::StrCat("a stamp of user ", u.username()), peer); !s.ok()) {
+      if (absl::Status s = Check(t, absl::StrCat("a stamp of user ", u.username()), peer);
+          !s.ok()) {
         return s;
       }
     }

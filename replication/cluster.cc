@@ -886,7 +886,8 @@ std::vector<PeerStatus> Cluster::Status() const {
       const bool users = std::find(state.capabilities.begin(), state.capabilities.end(),
                                    kUsersCapability) != state.capabilities.end();
       for (const std::string& db : SchemaDatabases(*snap)) {
-        if (users || db != catalog::kSystemDatabase) theirs.try_emplace(db, SchemaDigest(empty, db));
+        if (users || db != catalog::kSystemDatabase)
+          theirs.try_emplace(db, SchemaDigest(empty, db));
       }
       if (!users) theirs.erase(std::string(catalog::kSystemDatabase));
       for (const auto& [db, digest] : theirs) {

@@ -113,7 +113,8 @@ void DropUserNames(const absl::flat_hash_set<std::string>& names, peer::v1::DbSc
   };
   drop(delta->mutable_users(),
        [](const catalog::v1::UserRow& u) { return catalog::UserName(u.username()); });
-  drop(delta->mutable_roles(), [](const catalog::v1::RoleRow& r) { return catalog::RoleName(r.id()); });
+  drop(delta->mutable_roles(),
+       [](const catalog::v1::RoleRow& r) { return catalog::RoleName(r.id()); });
   drop(delta->mutable_principal_markers(),
        [](const peer::v1::PrincipalMarker& m) { return m.name(); });
   if (names.contains(std::string(kSigningKeyName))) delta->clear_signing_key();

@@ -125,8 +125,9 @@ int main(int argc, char** argv) {
                   std::nullopt, true, std::nullopt, ""});
   // Issue 40: the same rows with the clients logged in as a user whose role grants each
   // attribute (SPEC U4 enforced on every record), and what share of the admin's rows they keep.
-  for (const auto& [workload, name] : {std::pair<std::string, std::string>{"batch100", "100-record batches"},
-                                       {"upsert", "single upserts"}}) {
+  for (const auto& [workload, name] :
+       {std::pair<std::string, std::string>{"batch100", "100-record batches"},
+        {"upsert", "single upserts"}}) {
     for (int clients : {1, 32}) {
       const std::optional<double> as_role = node_result(workload, clients, &node_role);
       const std::optional<double> as_admin = node_result(workload, clients);
@@ -137,8 +138,8 @@ int main(int argc, char** argv) {
       std::optional<double> kept;
       if (as_role && as_admin && *as_admin > 0) kept = *as_role / *as_admin;
       // No aim on this one: two runs of node_bench differ by more than 5 % on a shared VM.
-      rows.push_back({"a", "    share of the admin's rate kept", kept, "share", std::nullopt,
-                      true, std::nullopt, ""});
+      rows.push_back({"a", "    share of the admin's rate kept", kept, "share", std::nullopt, true,
+                      std::nullopt, ""});
     }
   }
   // The aim is on CPU, which the machine's noise hardly moves: what enforcing the role adds to

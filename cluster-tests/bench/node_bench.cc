@@ -48,8 +48,8 @@ constexpr char kRolePassword[] = "bench-user-password";
 
 // --role: the role of the clients' user, granting each table as it is made.
 struct RoleMode {
-  std::string kind = "none";        // none, table, attribute
-  json tables = json::object();     // what the role grants so far
+  std::string kind = "none";     // none, table, attribute
+  json tables = json::object();  // what the role grants so far
   bool made = false;
 };
 
@@ -69,18 +69,18 @@ void Grant(httplib::Client* admin, RoleMode* mode, const std::string& table) {
   mode->tables[table] = std::move(access);
   const json permission = {{"bench", {{"tables", mode->tables}}}};
   std::string error;
-  const json role = mode->made
-                        ? json{{"operation", "alter_role"}, {"id", "bench_role"}, {"permission", permission}}
-                        : json{{"operation", "add_role"}, {"role", "bench_role"}, {"permission", permission}};
+  const json role =
+      mode->made
+          ? json{{"operation", "alter_role"}, {"id", "bench_role"}, {"permission", permission}}
+          : json{{"operation", "add_role"}, {"role", "bench_role"}, {"permission", permission}};
   if (!Post(admin, role, &error)) cairn::bench::Die("granting " + table + ": " + error);
-  if (!mode->made &&
-      !Post(admin,
-            {{"operation", "add_user"},
-             {"username", kRoleUser},
-             {"password", kRolePassword},
-             {"role", "bench_role"},
-             {"active", true}},
-            &error)) {
+  if (!mode->made && !Post(admin,
+                           {{"operation", "add_user"},
+                            {"username", kRoleUser},
+                            {"password", kRolePassword},
+                            {"role", "bench_role"},
+                            {"active", true}},
+                           &error)) {
     cairn::bench::Die("add_user: " + error);
   }
   mode->made = true;

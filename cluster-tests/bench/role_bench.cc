@@ -67,20 +67,19 @@ int main(int argc, char** argv) {
   n3.user = "app_user";
   n3.password = "app-password";
   auto session = NewClient(n3);
-  const std::string insert =
-      json{{"operation", "insert"},
-           {"database", "bench"},
-           {"table", "roles"},
-           {"records", {{{"id", 1}, {"customer", "c"}, {"qty", 1}}}}}
-          .dump();
+  const std::string insert = json{{"operation", "insert"},
+                                  {"database", "bench"},
+                                  {"table", "roles"},
+                                  {"records", {{{"id", 1}, {"customer", "c"}, {"qty", 1}}}}}
+                                 .dump();
   // The user and the table reach n3 first.
-  const absl::Time ready_by = absl::Now() + absl::Seconds(60);
-  for (;;) {
-    auto res = session->Post("/", insert, "application/json");
-    if (res && res->status == 403) break;
-    if (absl::Now() > ready_by) Die("the user never reached n3 with its role");
-    absl::SleepFor(absl::Milliseconds(10));
-  }
+  absl::Status reached =
+      cairn::harness::Cluster::WaitFor("the user reaches n3 with its role", [&]() -> absl::Status {
+        auto res = session->Post("/", insert, "application/json");
+        if (res && res->status == 403) return absl::OkStatus();
+        return absl::UnavailableError(res ? std::to_string(res->status) : "no answer");
+      });
+  if (!reached.ok()) Die(std::string(reached.message()));
 
   std::vector<double> ms;
   for (int r = 0; r < rounds; ++r) {
@@ -99,8 +98,7 @@ int main(int argc, char** argv) {
     }
     ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - changed));
   }
-  const double p50 = Percentile(&ms, 0.50), p99 = Percentile(&ms, 0.99),
-               max = Percentile(&ms, 1.0);
+  const double p50 = Percentile(&ms, 0.50), p99 = Percentile(&ms, 0.99), max = Percentile(&ms, 1.0);
   std::printf("\n%-40s %9s %9s %9s\n", "role change on n1 seen by a session on n3", "p50 ms",
               "p99 ms", "max ms");
   std::printf("%-40s %9.2f %9.2f %9.2f\n", absl::StrCat(rounds, " grants and revokes").c_str(), p50,

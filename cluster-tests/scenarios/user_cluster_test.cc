@@ -33,10 +33,11 @@ class UsersScenarioTest : public ScenarioTest {
     ASSERT_OK(StartCluster());
     Cluster& c = cluster();
     ASSERT_OK(Cluster::WaitFor("links up", [&] { return c.LinksSettled(); }));
-    ASSERT_OK(c.Ok("n1", ops::CreateTable("shop", "items", {{"id", "ID"}, {"name", "String"}}))
-                  .status());
-    ASSERT_OK(c.Ok("n1", {{"operation", "add_role"}, {"role", "app"}, {"permission", Reader(false)}})
-                  .status());
+    ASSERT_OK(
+        c.Ok("n1", ops::CreateTable("shop", "items", {{"id", "ID"}, {"name", "String"}})).status());
+    ASSERT_OK(
+        c.Ok("n1", {{"operation", "add_role"}, {"role", "app"}, {"permission", Reader(false)}})
+            .status());
     ASSERT_OK(c.Ok("n1", {{"operation", "add_user"},
                           {"username", "ann"},
                           {"password", "pw-ann"},
@@ -73,8 +74,8 @@ class UsersScenarioTest : public ScenarioTest {
         if (first.is_null()) {
           first = roles;
         } else if (roles != first) {
-          return absl::UnavailableError(absl::StrCat(n, " lists ", roles.dump(), " not ",
-                                                     first.dump()));
+          return absl::UnavailableError(
+              absl::StrCat(n, " lists ", roles.dump(), " not ", first.dump()));
         }
       }
       return absl::OkStatus();

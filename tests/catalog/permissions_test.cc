@@ -40,41 +40,38 @@ TEST_F(PermissionsTest, U3_AGoodRoleIsAccepted) {
   EXPECT_OK(ValidatePermission(json{{"super_user", true}}, *snap()));
   EXPECT_OK(ValidatePermission(json{{"super_user", false}}, *snap()));
   EXPECT_OK(ValidatePermission(json{{"structure_user", json::array({"dev"})}}, *snap()));
-  EXPECT_OK(ValidatePermission(
-      json{{"dev",
-            {{"tables",
-              {{"dog", Table(true, false, false, false,
-                             json::array({{{"attribute_name", "name"},
-                                           {"read", true},
-                                           {"insert", false},
-                                           {"update", false}}}))},
-               {"cat", Table(true, true, true, true, nullptr)}}}}}},
-      *snap()));
+  EXPECT_OK(ValidatePermission(json{{"dev",
+                                     {{"tables",
+                                       {{"dog", Table(true, false, false, false,
+                                                      json::array({{{"attribute_name", "name"},
+                                                                    {"read", true},
+                                                                    {"insert", false},
+                                                                    {"update", false}}}))},
+                                        {"cat", Table(true, true, true, true, nullptr)}}}}}},
+                               *snap()));
 }
 
 TEST_F(PermissionsTest, U3_AbsentDatabasesTablesAndAttributesAreRefusedWithHarpersWords) {
-  json details = Refusal(json{
-      {"nope", {{"tables", json::object()}}},
-      {"dev",
-       {{"tables",
-         {{"wolf", Table(true, true, true, true, json::array())},
-          {"dog", Table(true, true, true, true,
-                        json::array({{{"attribute_name", "colour"},
-                                      {"read", true},
-                                      {"insert", true},
-                                      {"update", true}}}))}}}}}});
-  EXPECT_THAT(details["main_permissions"],
-              UnorderedElementsAre("database 'nope' does not exist",
-                                   "Table 'dev.wolf' does not exist"));
+  json details = Refusal(json{{"nope", {{"tables", json::object()}}},
+                              {"dev",
+                               {{"tables",
+                                 {{"wolf", Table(true, true, true, true, json::array())},
+                                  {"dog", Table(true, true, true, true,
+                                                json::array({{{"attribute_name", "colour"},
+                                                              {"read", true},
+                                                              {"insert", true},
+                                                              {"update", true}}}))}}}}}});
+  EXPECT_THAT(details["main_permissions"], UnorderedElementsAre("database 'nope' does not exist",
+                                                                "Table 'dev.wolf' does not exist"));
   EXPECT_THAT(details["schema_permissions"]["dev_dog"],
               ElementsAre("Invalid attribute 'colour' in 'attribute_permissions'"));
 }
 
 TEST_F(PermissionsTest, U3_MalformedTableEntries) {
-  json details = Refusal(json{
-      {"dev",
-       {{"tables",
-         {{"dog", {{"read", "yes"}, {"insert", true}, {"update", true}, {"colour", 1}}}}}}}});
+  json details = Refusal(
+      json{{"dev",
+            {{"tables",
+              {{"dog", {{"read", "yes"}, {"insert", true}, {"update", true}, {"colour", 1}}}}}}}});
   EXPECT_THAT(details["schema_permissions"]["dev_dog"],
               UnorderedElementsAre("Invalid table permission key value 'colour'",
                                    "Table READ permission must be a boolean",
@@ -101,12 +98,14 @@ TEST_F(PermissionsTest, U3_AttributeEntriesAndConflicts) {
 
 TEST_F(PermissionsTest, U3_RoleLevelKeys) {
   json details = Refusal(json{{"super_user", true}, {"structure_user", true}});
-  EXPECT_THAT(details["main_permissions"],
-              ElementsAre("Roles with 'super_user' set to true cannot have other permissions set."));
+  EXPECT_THAT(
+      details["main_permissions"],
+      ElementsAre("Roles with 'super_user' set to true cannot have other permissions set."));
   details = Refusal(json{{"super_user", "yes"}, {"structure_user", 3}});
-  EXPECT_THAT(details["main_permissions"],
-              UnorderedElementsAre("Value for 'super_user' permission must be a boolean",
-                                   "Value for 'structure_user' permission must be a boolean or Array"));
+  EXPECT_THAT(
+      details["main_permissions"],
+      UnorderedElementsAre("Value for 'super_user' permission must be a boolean",
+                           "Value for 'structure_user' permission must be a boolean or Array"));
   details = Refusal(json{{"structure_user", json::array({"dev", "nope"})}},
                     {"Invalid key in JSON body - 'colour'"});
   EXPECT_THAT(details["main_permissions"],
@@ -114,23 +113,23 @@ TEST_F(PermissionsTest, U3_RoleLevelKeys) {
 }
 
 TEST_F(PermissionsTest, U4_ListedAttributesHideTheRestAndTheKeyGetsTheirUnion) {
-  Permission p = ReadPermission(json{
-      {"dev",
-       {{"tables",
-         {{"dog", Table(true, true, false, false,
-                        json::array({{{"attribute_name", "name"},
-                                      {"read", true},
-                                      {"insert", false},
-                                      {"update", false}},
-                                     {{"attribute_name", "age"},
-                                      {"read", false},
-                                      {"insert", true},
-                                      {"update", false}},
-                                     {{"attribute_name", "__createdtime__"},
-                                      {"read", true},
-                                      {"insert", true},
-                                      {"update", true}}}))},
-          {"cat", Table(true, true, true, false, json::array())}}}}}});
+  Permission p =
+      ReadPermission(json{{"dev",
+                           {{"tables",
+                             {{"dog", Table(true, true, false, false,
+                                            json::array({{{"attribute_name", "name"},
+                                                          {"read", true},
+                                                          {"insert", false},
+                                                          {"update", false}},
+                                                         {{"attribute_name", "age"},
+                                                          {"read", false},
+                                                          {"insert", true},
+                                                          {"update", false}},
+                                                         {{"attribute_name", "__createdtime__"},
+                                                          {"read", true},
+                                                          {"insert", true},
+                                                          {"update", true}}}))},
+                              {"cat", Table(true, true, true, false, json::array())}}}}}});
   EXPECT_FALSE(p.super_user);
   EXPECT_FALSE(p.MayChangeStructure("dev"));
   EXPECT_EQ(p.Table("dev", "wolf"), nullptr);

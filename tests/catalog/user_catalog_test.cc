@@ -119,16 +119,14 @@ TEST_F(UserCatalogTest, U2_LocalChangesAndTheirErrors) {
               testing::HasErrorCode(ErrorCode::kRoleNotFound));
   EXPECT_EQ(a_.principals()->FindRole("reader")->row.name(), "reader");  // id defaults to name
   // A role with an active user cannot go; an inactive one does not hold it.
-  EXPECT_THAT(a_.users().DropRole("reader").status(),
-              testing::HasErrorCode(ErrorCode::kRoleInUse));
+  EXPECT_THAT(a_.users().DropRole("reader").status(), testing::HasErrorCode(ErrorCode::kRoleInUse));
   ASSERT_OK(a_.users().AlterUser({"ann", {}, {}, false}).status());
   ASSERT_OK_AND_ASSIGN(std::string dropped, a_.users().DropRole("reader"));
   EXPECT_EQ(dropped, "reader");
   EXPECT_THAT(a_.users().DropRole("reader").status(),
               testing::HasErrorCode(ErrorCode::kRoleNotFound));
   ASSERT_OK(a_.users().DropUser("ann"));
-  EXPECT_THAT(a_.users().DropUser("ann"),
-              testing::HasErrorCode(ErrorCode::kUserNotFound));
+  EXPECT_THAT(a_.users().DropUser("ann"), testing::HasErrorCode(ErrorCode::kUserNotFound));
   EXPECT_THAT(a_.users().AddUser({"system", "h", "super_user", true}),
               testing::HasErrorCode(ErrorCode::kBadRequest));
   EXPECT_THAT(a_.users().AddUser({"a:b", "h", "super_user", true}),

@@ -47,7 +47,8 @@ TEST(CredentialsTest, U5_ATokenVerifiesUnderItsKeyUntilItExpires) {
   const std::string key = NewSigningKey();
   ASSERT_EQ(key.size(), 32u);
   const std::string token = SignToken(Claims(), key);
-  ASSERT_OK_AND_ASSIGN(TokenClaims got, VerifyToken(token, key, absl::FromUnixSeconds(1'700'000'100)));
+  ASSERT_OK_AND_ASSIGN(TokenClaims got,
+                       VerifyToken(token, key, absl::FromUnixSeconds(1'700'000'100)));
   EXPECT_EQ(got.username, "ann");
   EXPECT_EQ(got.kind, TokenKind::kOperation);
   EXPECT_EQ(got.created_time, 42u);
@@ -81,9 +82,9 @@ TEST(CredentialsTest, U5_EveryTamperedTokenIsRefused) {
   absl::WebSafeBase64Escape(R"({"alg":"none","typ":"JWT"})", &none_header);
   for (const std::string& bad :
        {parts[0] + "." + forged[1] + "." + parts[2], none_header + "." + parts[1] + ".",
-        parts[0] + "." + parts[1], parts[0] + "." + parts[1] + "." + parts[2] + ".x",
-        std::string(), std::string(".."), std::string(10000, 'a'),
-        std::string("a.b.c"), std::string("\xff\xfe.\x00.x", 7)}) {
+        parts[0] + "." + parts[1], parts[0] + "." + parts[1] + "." + parts[2] + ".x", std::string(),
+        std::string(".."), std::string(10000, 'a'), std::string("a.b.c"),
+        std::string("\xff\xfe.\x00.x", 7)}) {
     EXPECT_FALSE(VerifyToken(bad, key, now).ok()) << absl::CHexEscape(bad);
   }
 }

@@ -95,7 +95,10 @@ class UsersTest : public ::testing::Test {
          {{{"id", 1}, {"name", "Penny"}, {"age", 5}},
           {{"id", 2}, {"name", "Harper"}, {"age", 3}},
           {{"id", 3}, {"name", "Alby"}, {"age", 8}}}}});
-    Ok({{"operation", "create_table"}, {"database", "dev"}, {"table", "cat"}, {"primary_key", "id"}});
+    Ok({{"operation", "create_table"},
+        {"database", "dev"},
+        {"table", "cat"},
+        {"primary_key", "id"}});
     Ok({{"operation", "create_table"},
         {"database", "prod"},
         {"table", "secret"},
@@ -142,7 +145,8 @@ TEST_F(UsersTest, U2_AddRoleAnswersTheRoleAndRefusesADuplicate) {
   json roles = Ok({{"operation", "list_roles"}});
   ASSERT_TRUE(roles.is_array());
   bool found = false;
-  for (const json& r : roles) found = found || (r["id"] == "developer" && r["permission"] == permission);
+  for (const json& r : roles)
+    found = found || (r["id"] == "developer" && r["permission"] == permission);
   EXPECT_TRUE(found) << roles.dump();
 }
 
@@ -157,13 +161,13 @@ TEST_F(UsersTest, U3_ARoleNamingWhatDoesNotExistIsRefusedInHarpersShape) {
          {"dev",
           {{"tables",
             {{"craptable", TablePerm(true, true, true, true)},
-             {"dog", TablePerm(true, true, true, true,
-                               json::array({AttributePerm("crapattribute", true, true, true)}))}}}}}}}});
+             {"dog",
+              TablePerm(true, true, true, true,
+                        json::array({AttributePerm("crapattribute", true, true, true)}))}}}}}}}});
   ExpectError(a, 400, "INVALID_PERMISSIONS", "Errors in the role permissions JSON provided");
-  EXPECT_THAT(a.json["main_permissions"],
-              ElementsAre("Invalid key in JSON body - 'colour'",
-                          "database 'crapschema' does not exist",
-                          "Table 'dev.craptable' does not exist"));
+  EXPECT_THAT(a.json["main_permissions"], ElementsAre("Invalid key in JSON body - 'colour'",
+                                                      "database 'crapschema' does not exist",
+                                                      "Table 'dev.craptable' does not exist"));
   EXPECT_THAT(a.json["schema_permissions"]["dev_dog"],
               ElementsAre("Invalid attribute 'crapattribute' in 'attribute_permissions'"));
   ExpectError(Admin({{"operation", "add_role"},
@@ -218,7 +222,8 @@ TEST_F(UsersTest, U2_AddListAlterAndDropUsers) {
                      {"active", true}}),
               404, "ROLE_NOT_FOUND", "nope role not found");
   ExpectError(Admin({{"operation", "add_user"}, {"username", "bob"}, {"active", "yes"}}), 400,
-              "BAD_REQUEST", "Password can't be blank,Role can't be blank,Active must be a boolean");
+              "BAD_REQUEST",
+              "Password can't be blank,Role can't be blank,Active must be a boolean");
   json users = Ok({{"operation", "list_users"}});
   ASSERT_EQ(users.size(), 2u) << users.dump();
   for (const json& u : users) {
@@ -274,10 +279,9 @@ TEST_F(UsersTest, U5_TokensAreIssuedRefreshedAndRetiredWithThePassword) {
   AddRole("reader", {{"super_user", false}});
   AddUser("ann", "reader");
   // Harper's way: the credentials in the body, no Authorization header.
-  HttpAnswer a = node_->Post({{"operation", "create_authentication_tokens"},
-                              {"username", "ann"},
-                              {"password", "pw-ann"}},
-                             /*auth=*/false);
+  HttpAnswer a = node_->Post(
+      {{"operation", "create_authentication_tokens"}, {"username", "ann"}, {"password", "pw-ann"}},
+      /*auth=*/false);
   ASSERT_EQ(a.status, 200) << a.body;
   const std::string op_token = a.json["operation_token"];
   const std::string refresh = a.json["refresh_token"];
@@ -338,10 +342,11 @@ TEST_F(UsersTest, U5_ADroppedOrDeactivatedUsersTokensStopWorking) {
 
 TEST_F(UsersTest, U4_ARoleReadsOnlyItsAttributesAndWritesNothingElse) {
   MakeWorld();
-  AddRole("reader", {{"dev",
-                      {{"tables",
-                        {{"dog", TablePerm(true, false, false, false,
-                                           json::array({AttributePerm("name", true, false, false)}))}}}}}});
+  AddRole("reader",
+          {{"dev",
+            {{"tables",
+              {{"dog", TablePerm(true, false, false, false,
+                                 json::array({AttributePerm("name", true, false, false)}))}}}}}});
   AddUser("ann", "reader");
   // "*" is what the role may read: name, and the key (U4: the union of the listed).
   HttpAnswer a = AsUser("ann", {{"operation", "search_by_value"},
@@ -366,13 +371,13 @@ TEST_F(UsersTest, U4_ARoleReadsOnlyItsAttributesAndWritesNothingElse) {
   ExpectRefused(a);
   EXPECT_THAT(a.json["invalid_schema_items"],
               ElementsAre("Attribute 'age' does not exist on 'dev.dog'"));
-  ExpectRefused(AsUser("ann", {{"operation", "search_by_conditions"},
-                               {"database", "dev"},
-                               {"table", "dog"},
-                               {"conditions",
-                                {{{"search_attribute", "age"},
-                                  {"search_type", "greater_than"},
-                                  {"search_value", 1}}}}}));
+  ExpectRefused(AsUser(
+      "ann",
+      {{"operation", "search_by_conditions"},
+       {"database", "dev"},
+       {"table", "dog"},
+       {"conditions",
+        {{{"search_attribute", "age"}, {"search_type", "greater_than"}, {"search_value", 1}}}}}));
   // No insert on the table: refused in Harper's shape, nothing written.
   a = AsUser("ann", {{"operation", "insert"},
                      {"database", "dev"},
@@ -395,10 +400,8 @@ TEST_F(UsersTest, U4_ARoleReadsOnlyItsAttributesAndWritesNothingElse) {
                      {"get_attributes", {"*"}}});
   ExpectRefused(a);
   EXPECT_THAT(a.json["invalid_schema_items"], ElementsAre("database 'prod' does not exist"));
-  ExpectRefused(AsUser("ann", {{"operation", "delete"},
-                               {"database", "dev"},
-                               {"table", "dog"},
-                               {"ids", {1}}}));
+  ExpectRefused(AsUser(
+      "ann", {{"operation", "delete"}, {"database", "dev"}, {"table", "dog"}, {"ids", {1}}}));
 }
 
 TEST_F(UsersTest, U4_AttributeLevelWritesAndTheTimestamps) {
@@ -447,10 +450,11 @@ TEST_F(UsersTest, U4_AttributeLevelWritesAndTheTimestamps) {
 
 TEST_F(UsersTest, U4_DescribeShowsWhatTheRoleSeesAndSchemaOperationsNeedStructure) {
   MakeWorld();
-  AddRole("reader", {{"dev",
-                      {{"tables",
-                        {{"dog", TablePerm(true, false, false, false,
-                                           json::array({AttributePerm("name", true, false, false)}))}}}}}});
+  AddRole("reader",
+          {{"dev",
+            {{"tables",
+              {{"dog", TablePerm(true, false, false, false,
+                                 json::array({AttributePerm("name", true, false, false)}))}}}}}});
   AddRole("builder", {{"structure_user", json::array({"dev"})}});
   AddUser("ann", "reader");
   AddUser("bob", "builder");
@@ -460,14 +464,15 @@ TEST_F(UsersTest, U4_DescribeShowsWhatTheRoleSeesAndSchemaOperationsNeedStructur
   EXPECT_FALSE(a.json.contains("prod")) << a.body;
   EXPECT_FALSE(a.json["dev"].contains("cat")) << a.body;
   std::vector<std::string> attributes;
-  for (const json& attr : a.json["dev"]["dog"]["attributes"]) attributes.push_back(attr["attribute"]);
+  for (const json& attr : a.json["dev"]["dog"]["attributes"])
+    attributes.push_back(attr["attribute"]);
   EXPECT_THAT(attributes, ElementsAre("id", "name"));
-  ExpectRefused(AsUser("ann", {{"operation", "describe_table"}, {"database", "dev"}, {"table", "cat"}}));
+  ExpectRefused(
+      AsUser("ann", {{"operation", "describe_table"}, {"database", "dev"}, {"table", "cat"}}));
   ExpectRefused(AsUser("ann", {{"operation", "describe_database"}, {"database", "prod"}}));
-  ExpectRefused(AsUser("ann", {{"operation", "create_table"},
-                               {"database", "dev"},
-                               {"table", "x"},
-                               {"primary_key", "id"}}));
+  ExpectRefused(AsUser(
+      "ann",
+      {{"operation", "create_table"}, {"database", "dev"}, {"table", "x"}, {"primary_key", "id"}}));
   // A structure user of dev builds there, not elsewhere, and reads no records.
   EXPECT_EQ(AsUser("bob", {{"operation", "create_table"},
                            {"database", "dev"},
@@ -475,7 +480,8 @@ TEST_F(UsersTest, U4_DescribeShowsWhatTheRoleSeesAndSchemaOperationsNeedStructur
                            {"primary_key", "id"}})
                 .status,
             200);
-  ExpectRefused(AsUser("bob", {{"operation", "drop_table"}, {"database", "prod"}, {"table", "secret"}}));
+  ExpectRefused(
+      AsUser("bob", {{"operation", "drop_table"}, {"database", "prod"}, {"table", "secret"}}));
   ExpectRefused(AsUser("bob", {{"operation", "search_by_id"},
                                {"database", "dev"},
                                {"table", "dog"},
@@ -559,7 +565,11 @@ TEST_F(UsersTest, U4_TheOperationsGuidesLeastPrivilegeExample) {
       {"database", "shop"},
       {"table", "orders"},
       {"records",
-       {{{"id", 1}, {"item", "rope"}, {"qty", 2}, {"price", 9.5}, {"customer", "c"},
+       {{{"id", 1},
+         {"item", "rope"},
+         {"qty", 2},
+         {"price", 9.5},
+         {"customer", "c"},
          {"status", "new"}}}}});
   auto orders = [](json table) { return json{{"shop", {{"tables", {{"orders", table}}}}}}; };
   AddRole("reporting", orders(TablePerm(true, false, false, false,

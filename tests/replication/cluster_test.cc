@@ -82,10 +82,10 @@ TEST_F(ClusterTest, R3_ATableCreatedOnOneNodeAppearsOnThePeer) {
   ExpectConnectedAndInSync(b.get(), a.get());
   PeerStatus s = a->StatusOf("b");
   EXPECT_TRUE(s.authenticated);
-  EXPECT_THAT(s.capabilities,
-              ElementsAre("schema.v1", "records.v1", "records.echo.v1", "records.origins.v1",
-                          "verify.v1", "schema.attribute_markers.v1", "schema.delta.v1",
-                          "schema.users.v1"));
+  EXPECT_THAT(
+      s.capabilities,
+      ElementsAre("schema.v1", "records.v1", "records.echo.v1", "records.origins.v1", "verify.v1",
+                  "schema.attribute_markers.v1", "schema.delta.v1", "schema.users.v1"));
 }
 
 TEST_F(ClusterTest, R3_ARouteOnOneSideIsEnoughForBoth) {

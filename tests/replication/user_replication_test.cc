@@ -1,10 +1,12 @@
 // Users and roles replicated between in-process nodes over real gRPC (SPEC U6, U7): they
 // travel in the system database's DB_SCHEMA, whole at link-up and as deltas after, merge by
 // stamp with markers, and keep an active super user across partitions.
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "catalog/user_catalog.h"
+#include "replication/clock_bound.h"
 #include "replication/link_session.h"
 #include "replication/schema_sync.h"
 #include "replication/user_sync.h"
@@ -88,9 +90,8 @@ TEST_F(UserReplicationTest, U6_ARoleAlteredWhileANodeIsPartitionedConvergesAfter
   ExpectConverged({n1, n2, n3});
   n3->Isolate();
   ASSERT_OK(Users(n2).AlterRole({"app", "", kStructure}).status());
-  ASSERT_EVENTUALLY([&] {
-    ASSERT_TRUE(Principals(n1)->FindRole("app")->permission.structure_all);
-  });
+  ASSERT_EVENTUALLY(
+      [&] { ASSERT_TRUE(Principals(n1)->FindRole("app")->permission.structure_all); });
   EXPECT_FALSE(Principals(n3)->FindRole("app")->permission.structure_all);
   n3->Start();
   ExpectConverged({n1, n2, n3});
@@ -161,6 +162,44 @@ TEST_F(UserReplicationTest, R1_NoUsersGoToAPeerThatDidNotAskForThem) {
   std::vector<catalog::SchemaChange> changes = {{1, "system", "user/admin"}};
   EXPECT_TRUE(BuildDeltas(*n1->catalog().Snapshot(), changes, {}, old_peer).empty());
   EXPECT_EQ(BuildDeltas(*n1->catalog().Snapshot(), changes, {}, SchemaOptions()).size(), 1u);
+}
+
+// R16 for U6: every stamp of a user, a role, a marker and the key in a peer's DbSchema of the
+// system database is a stamp like a table's; one from the future refuses the snapshot before
+// anything of it is applied or observed.
+TEST(UserSchemaTest, R16_UserAndRoleStampsFromTheFutureAreRefused) {
+  HybridClock hlc(SystemClock::Default());
+  ClockBound bound(&hlc, absl::Seconds(1));
+  const Hlc now = HybridClock::Make(static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())), 0);
+  const Hlc future =
+      HybridClock::Make(static_cast<uint64_t>(absl::ToUnixMillis(absl::Now() + absl::Hours(1))), 0);
+  peer::v1::DbSchema schema;
+  schema.set_database(std::string(catalog::kSystemDatabase));
+  catalog::v1::UserRow* user = schema.add_users();
+  user->set_username("ann");
+  user->set_created_time(now);
+  user->set_stamp(now);
+  user->set_password_time(now);
+  catalog::v1::RoleRow* role = schema.add_roles();
+  role->set_id("app");
+  role->set_stamp(now);
+  peer::v1::PrincipalMarker* marker = schema.add_principal_markers();
+  marker->set_name("user/bob");
+  marker->mutable_marker()->set_dropped_time(now);
+  schema.mutable_signing_key()->set_created_time(now);
+  EXPECT_OK(bound.CheckSchema(schema, "b"));
+  auto refused = [&](const std::function<void(Hlc)>& set) {
+    set(future);
+    const bool out = bound.CheckSchema(schema, "b").code() == absl::StatusCode::kFailedPrecondition;
+    set(now);
+    return out;
+  };
+  EXPECT_TRUE(refused([&](Hlc t) { user->set_stamp(t); }));
+  EXPECT_TRUE(refused([&](Hlc t) { user->set_password_time(t); }));
+  EXPECT_TRUE(refused([&](Hlc t) { role->set_stamp(t); }));
+  EXPECT_TRUE(refused([&](Hlc t) { marker->mutable_marker()->set_dropped_time(t); }));
+  EXPECT_TRUE(refused([&](Hlc t) { schema.mutable_signing_key()->set_created_time(t); }));
+  EXPECT_EQ(bound.refusals(), 5u);
 }
 
 }  // namespace
