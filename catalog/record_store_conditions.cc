@@ -15,6 +15,9 @@
 #include <string>
 #include <utility>
 #include <vector>
+#if defined(__GLIBC__)
+#include <malloc.h>  // malloc_trim
+#endif
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -130,6 +133,43 @@ std::optional<Branch> BranchOf(const TableDef& def, const Condition& leaf) {
   return std::nullopt;
 }
 
+// An `or` of more branches that may read the same rows than this is planned as one scan.
+constexpr size_t kMaxOverlappingBranches = 8;
+
+bool SameLeaf(const Condition& a, const Condition& b) {
+  return a.attribute == b.attribute && a.comparator == b.comparator && a.value == b.value &&
+         a.upper == b.upper;
+}
+
+// How many branches of `plan` may read a row another branch reads: a branch that reads a
+// range, or a family of point reads (one key or index value each) of one attribute, whose
+// distinct values never share a row. False when the plan is too wide to read branch by branch;
+// drops branches whose leaf an earlier branch has (they read nothing new).
+bool KeepOrPlan(Plan* plan) {
+  Plan kept;
+  std::vector<std::string> point_attributes;
+  size_t overlapping = 0;
+  for (Branch& b : *plan) {
+    if (std::any_of(kept.begin(), kept.end(),
+                    [&](const Branch& k) { return SameLeaf(*k.leaf, *b.leaf); })) {
+      continue;
+    }
+    if (b.cost <= kIndexValue) {
+      if (std::find(point_attributes.begin(), point_attributes.end(), b.leaf->attribute) ==
+          point_attributes.end()) {
+        point_attributes.push_back(b.leaf->attribute);
+        ++overlapping;
+      }
+    } else {
+      ++overlapping;
+    }
+    if (overlapping > kMaxOverlappingBranches) return false;
+    kept.push_back(std::move(b));
+  }
+  *plan = std::move(kept);
+  return true;
+}
+
 // The cheapest reads that find every row `c` matches; none if only a scan does.
 std::optional<Plan> PlanOf(const TableDef& def, const Condition& c) {
   if (!c.is_group()) {
@@ -145,6 +185,7 @@ std::optional<Plan> PlanOf(const TableDef& def, const Condition& c) {
       if (!p) return std::nullopt;
       for (Branch& b : *p) all.push_back(std::move(b));
     }
+    if (!KeepOrPlan(&all)) return std::nullopt;
     return all;
   }
   std::optional<Plan> best;  // `and`: the child whose reads cost least
@@ -163,6 +204,29 @@ struct SortRow {
   std::vector<SortValue> values;
   std::string key;
 };
+
+// What a SortRow holds in memory, near enough to bound a sort by (--max-sort-bytes).
+size_t BytesOf(const SortRow& r) {
+  size_t n = sizeof(SortRow) + r.key.capacity() + r.values.capacity() * sizeof(SortValue);
+  for (const SortValue& v : r.values) {
+    n += v.text.capacity();
+    if (v.scalar.is_string())
+      n += sizeof(std::string) + v.scalar.get_ref<const std::string&>().size();
+  }
+  return n;
+}
+
+// Past this many bytes held by a sort, its memory is handed back to the system when it ends
+// (glibc keeps freed small blocks otherwise: RSS stayed 4.9 GiB after four large sorts).
+constexpr size_t kTrimAfterSortBytes = 8 << 20;
+
+void ReturnMemory(size_t peak) {
+#if defined(__GLIBC__)
+  if (peak >= kTrimAfterSortBytes) malloc_trim(0);
+#else
+  (void)peak;
+#endif
+}
 
 class SortOrder {
  public:
@@ -231,13 +295,20 @@ absl::Status RecordStore::SearchByConditions(absl::string_view db, absl::string_
   // Sorted: the best `keep` rows in a heap whose front is the last of them, or all of them.
   SortOrder order(search.sort, options.reverse);
   std::vector<SortRow> all;
+  size_t held = 0, peak = 0;  // bytes of `all`
+  struct TrimAtEnd {
+    const size_t& peak;
+    ~TrimAtEnd() { ReturnMemory(peak); }
+  } trim{peak};
   // Rows with an array value that a branch has decided (emitted, or never will), so that its
-  // other entries in the branch are skipped without reading the row again. Bounded; past the
-  // bound the rule in `consider` alone keeps rows single, at the cost of re-reading them.
+  // other entries in the branch are skipped without reading the row again. Bounded for the
+  // whole search, not per branch; past the bound the rule in `consider` alone keeps rows
+  // single, at the cost of re-reading them.
   constexpr size_t kMaxDecided = 1 << 16;
   std::vector<absl::flat_hash_set<std::string>> decided(plan.size());
+  size_t decided_total = 0;
   auto decide = [&](size_t i, const std::string& record_key) {
-    if (decided[i].size() < kMaxDecided) decided[i].insert(record_key);
+    if (decided_total < kMaxDecided && decided[i].insert(record_key).second) ++decided_total;
   };
 
   // A row read by branch `i` at `entry` (its index key; empty for record keys), its body
@@ -299,15 +370,22 @@ absl::Status RecordStore::SearchByConditions(absl::string_view db, absl::string_
       auto f = body.find(key.attribute);
       row.values.push_back(SortValueOf(f == body.end() ? nullptr : &*f));
     }
-    if (keep == 0) {
-      all.push_back(std::move(row));
-    } else if (all.size() < keep || order(row, all.front())) {
-      all.push_back(std::move(row));
-      std::push_heap(all.begin(), all.end(), order);
-      if (all.size() > keep) {
-        std::pop_heap(all.begin(), all.end(), order);
-        all.pop_back();
-      }
+    if (keep != 0 && all.size() >= keep && !order(row, all.front())) return true;
+    held += BytesOf(row);
+    peak = std::max(peak, held);
+    if (options.max_sort_bytes != 0 && held > options.max_sort_bytes) {
+      return Error(ErrorCode::kBadRequest,
+                   absl::StrCat("the sort holds more than ", options.max_sort_bytes,
+                                " bytes of sort values (--max-sort-bytes): lower 'limit', or "
+                                "sort on fewer or smaller attributes"));
+    }
+    all.push_back(std::move(row));
+    if (keep == 0) return true;
+    std::push_heap(all.begin(), all.end(), order);
+    if (all.size() > keep) {
+      std::pop_heap(all.begin(), all.end(), order);
+      held -= BytesOf(all.back());
+      all.pop_back();
     }
     return true;
   };

@@ -18,9 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-// Conditions may nest this deep (groups in groups); deeper is refused before recursion.
-constexpr int kMaxGroupDepth = 16;
-
 struct ComparatorName {
   const char* name;
   Comparator comparator;
@@ -68,18 +65,44 @@ absl::StatusOr<bool> ParseOperator(const json* op, const std::string& where) {
 }
 
 absl::Status ParseGroup(const json& conditions, bool any, int depth, const std::string& where,
-                        size_t* leaves, Condition* group);
+                        size_t* nodes, Condition* group);
 
-absl::Status ParseOne(const json& c, int depth, const std::string& where, size_t* leaves,
+// Counts a leaf or a group against kMaxConditions: an empty group costs a visit per row too.
+absl::Status CountNode(size_t* nodes) {
+  if (++*nodes > kMaxConditions) {
+    return Bad(
+        absl::StrCat("a search takes at most ", kMaxConditions, " conditions and groups together"));
+  }
+  return absl::OkStatus();
+}
+
+std::string AsText(const json& v);
+
+// The text comparisons' pattern: bounded, and for `contains` its searcher, built once.
+absl::Status PrepareText(const std::string& where, Condition* c) {
+  if (c->comparator != Comparator::kContains && c->comparator != Comparator::kStartsWith &&
+      c->comparator != Comparator::kEndsWith) {
+    return absl::OkStatus();
+  }
+  std::string pattern = AsText(c->value);
+  if (pattern.size() > kMaxPatternBytes) {
+    return Bad(absl::StrCat("'", where, ".search_value' is ", pattern.size(),
+                            " bytes; a text pattern is at most ", kMaxPatternBytes, " bytes"));
+  }
+  if (c->comparator == Comparator::kContains && c->text == nullptr) {
+    c->text = std::make_shared<const TextSearch>(std::move(pattern));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseOne(const json& c, int depth, const std::string& where, size_t* nodes,
                       Condition* out) {
   if (!c.is_object()) return Bad(absl::StrCat("'", where, "' must be an object"));
+  CAIRN_RETURN_IF_ERROR(CountNode(nodes));
   if (auto nested = c.find("conditions"); nested != c.end()) {
     auto op = c.find("operator");
     CAIRN_ASSIGN_OR_RETURN(bool any, ParseOperator(op == c.end() ? nullptr : &*op, where + "."));
-    return ParseGroup(*nested, any, depth + 1, where + ".conditions", leaves, out);
-  }
-  if (++*leaves > kMaxConditions) {
-    return Bad(absl::StrCat("a search takes at most ", kMaxConditions, " conditions"));
+    return ParseGroup(*nested, any, depth + 1, where + ".conditions", nodes, out);
   }
   const json* attribute = Field(c, "search_attribute", "attribute");
   if (attribute == nullptr || !attribute->is_string() ||
@@ -119,11 +142,11 @@ absl::Status ParseOne(const json& c, int depth, const std::string& where, size_t
         absl::StrCat("'", where, ".search_value' must be a string, number, boolean or null"));
   }
   out->value = *value;
-  return absl::OkStatus();
+  return PrepareText(where, out);
 }
 
 absl::Status ParseGroup(const json& conditions, bool any, int depth, const std::string& where,
-                        size_t* leaves, Condition* group) {
+                        size_t* nodes, Condition* group) {
   if (depth > kMaxGroupDepth) {
     return Bad(absl::StrCat("conditions nest deeper than ", kMaxGroupDepth, " groups"));
   }
@@ -131,7 +154,7 @@ absl::Status ParseGroup(const json& conditions, bool any, int depth, const std::
   group->any = any;
   group->children.resize(conditions.size());
   for (size_t i = 0; i < conditions.size(); ++i) {
-    CAIRN_RETURN_IF_ERROR(ParseOne(conditions[i], depth, absl::StrCat(where, "[", i, "]"), leaves,
+    CAIRN_RETURN_IF_ERROR(ParseOne(conditions[i], depth, absl::StrCat(where, "[", i, "]"), nodes,
                                    &group->children[i]));
   }
   return absl::OkStatus();
@@ -151,7 +174,9 @@ absl::Status ResolveCondition(const TableDef& def, Condition* c) {
     case Comparator::kContains:
     case Comparator::kStartsWith:
     case Comparator::kEndsWith:
-      break;  // text comparisons: the value as given
+      // Text comparisons: the value as given (search_by_value's wildcards come here unparsed).
+      CAIRN_RETURN_IF_ERROR(PrepareText("value", c));
+      break;
     default:
       c->value = internal::CoerceSearchValue(*attr, c->value);
       c->upper = internal::CoerceSearchValue(*attr, c->upper);
@@ -246,6 +271,13 @@ std::string AsText(const json& v) {
   return v.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+// A text comparison's pattern, without a copy when it is a string (the common case).
+template <typename F>
+bool WithText(const json& pattern, F f) {
+  if (pattern.is_string()) return f(absl::string_view(pattern.get_ref<const std::string&>()));
+  return f(absl::string_view(AsText(pattern)));
+}
+
 }  // namespace
 
 bool ScalarMatches(const Condition& c, const json& v) {
@@ -254,11 +286,19 @@ bool ScalarMatches(const Condition& c, const json& v) {
     case Comparator::kNotEqual:
       return internal::FieldMatches(v, c.value, nullptr);
     case Comparator::kContains:
-      return v.is_string() && absl::StrContains(v.get_ref<const std::string&>(), AsText(c.value));
+      if (!v.is_string()) return false;
+      if (c.text != nullptr) return c.text->In(v.get_ref<const std::string&>());
+      return WithText(c.value, [&](absl::string_view p) {
+        return absl::StrContains(v.get_ref<const std::string&>(), p);
+      });
     case Comparator::kStartsWith:
-      return v.is_string() && absl::StartsWith(v.get_ref<const std::string&>(), AsText(c.value));
+      return v.is_string() && WithText(c.value, [&](absl::string_view p) {
+               return absl::StartsWith(v.get_ref<const std::string&>(), p);
+             });
     case Comparator::kEndsWith:
-      return v.is_string() && absl::EndsWith(v.get_ref<const std::string&>(), AsText(c.value));
+      return v.is_string() && WithText(c.value, [&](absl::string_view p) {
+               return absl::EndsWith(v.get_ref<const std::string&>(), p);
+             });
     default:
       return InRange(v, c);
   }
@@ -268,12 +308,13 @@ absl::StatusOr<ConditionSearch> ParseConditionSearch(const json& conditions, con
                                                      const json* sort) {
   ConditionSearch out;
   CAIRN_ASSIGN_OR_RETURN(bool any, ParseOperator(op, ""));
-  size_t leaves = 0;
-  CAIRN_RETURN_IF_ERROR(ParseGroup(conditions, any, 0, "conditions", &leaves, &out.root));
+  size_t nodes = 0;
+  CAIRN_RETURN_IF_ERROR(ParseGroup(conditions, any, 0, "conditions", &nodes, &out.root));
   const json* level = sort;
-  for (int depth = 0; level != nullptr && !level->is_null(); ++depth) {
-    if (!level->is_object() || depth > kMaxGroupDepth) {
-      return Bad("'sort' must be an object {attribute, descending, next}");
+  for (size_t depth = 0; level != nullptr && !level->is_null(); ++depth) {
+    if (!level->is_object()) return Bad("'sort' must be an object {attribute, descending, next}");
+    if (depth == kMaxSortLevels) {
+      return Bad(absl::StrCat("'sort' has more than ", kMaxSortLevels, " levels"));
     }
     auto attribute = level->find("attribute");
     if (attribute == level->end() || !attribute->is_string() ||
@@ -281,6 +322,12 @@ absl::StatusOr<ConditionSearch> ParseConditionSearch(const json& conditions, con
       return Bad("'sort.attribute' must be a non-empty string");
     }
     SortKey key{attribute->get<std::string>(), false};
+    // A second level on the same attribute never changes the order, only the cost.
+    for (const SortKey& earlier : out.sort) {
+      if (earlier.attribute == key.attribute) {
+        return Bad(absl::StrCat("'sort' names attribute '", key.attribute, "' more than once"));
+      }
+    }
     auto descending = level->find("descending");
     if (descending != level->end() && !descending->is_null()) {
       if (!descending->is_boolean()) return Bad("'sort.descending' must be a boolean");

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "boost/iterator/transform_iterator.hpp"
 #include "catalog/record_store.h"
 #include "tests/catalog/catalog_fixture.h"
 #include "tests/testing/testing.h"
@@ -295,6 +297,136 @@ TEST_F(SearchConditionsTest, Decision104_SortLimitOffsetAndReverse) {
   projected.get_attributes = {"g", "id"};
   EXPECT_EQ(Search("t", {C("id", "equals", 4)}, nullptr, nullptr, projected),
             (std::vector<json>{{{"g", nullptr}, {"id", 4}}}));
+}
+
+// Issue 41, point 1: `contains` costs character reads linear in the value and the pattern,
+// for the shapes that make a naive search take O(n * m) (a pattern of half a 1 MiB value took
+// 6 s) and the standard Boyer-Moore's table O(m^2).
+TEST(TextSearchTest, Issue41_ContainsIsLinearInTheValue) {
+  const size_t n = 1 << 20, m = 4096;
+  const std::string run(n, 'a');
+  std::string periodic;
+  while (periodic.size() < n) periodic += "ab";
+  std::string periodic_miss;
+  while (periodic_miss.size() + 2 < m) periodic_miss += "ab";
+  periodic_miss += "bb";
+  const struct {
+    const char* shape;
+    const std::string& text;
+    std::string pattern;
+    bool found;
+  } cases[] = {
+      {"a^(m-1)b in a^n", run, std::string(m - 1, 'a') + "b", false},
+      {"ba^(m-1) in a^n", run, "b" + std::string(m - 1, 'a'), false},
+      {"a^m in a^n", run, std::string(m, 'a'), true},
+      {"(ab)^k bb in (ab)^n", periodic, periodic_miss, false},
+  };
+  for (const auto& c : cases) {
+    uint64_t reads = 0;
+    auto counted = [&reads](char ch) {
+      ++reads;
+      return ch;
+    };
+    const TextSearch search(c.pattern);
+    auto first = boost::make_transform_iterator(c.text.begin(), counted);
+    auto last = boost::make_transform_iterator(c.text.end(), counted);
+    EXPECT_EQ(search.Find(first, last) != last, c.found) << c.shape;
+    EXPECT_LE(reads, 2 * n) << c.shape;
+    EXPECT_EQ(search.In(c.text), c.found) << c.shape;
+  }
+}
+
+// Issue 41, point 4: a tree's groups count against the cap as its leaves do (1 leaf and
+// 500,000 empty groups took 6 s and 205 MiB), and a text pattern is bounded (point 1).
+TEST_F(SearchConditionsTest, Issue41_GroupsCountAndPatternsAreBounded) {
+  json wide = json::array({C("a", "equals", 1)});
+  for (size_t i = 0; i < kMaxConditions; ++i) {
+    wide.push_back({{"operator", "and"}, {"conditions", json::array()}});
+  }
+  EXPECT_THAT(ParseConditionSearch(wide, nullptr, nullptr).status(),
+              HasErrorCode(ErrorCode::kBadRequest));
+  wide.erase(wide.size() - 1);
+  EXPECT_OK(ParseConditionSearch(wide, nullptr, nullptr).status());
+
+  const std::string longest(kMaxPatternBytes, 'x');
+  for (const char* type : {"contains", "starts_with", "ends_with"}) {
+    EXPECT_OK(ParseConditionSearch(json::array({C("a", type, longest)}), nullptr, nullptr));
+    EXPECT_THAT(
+        ParseConditionSearch(json::array({C("a", type, longest + "x")}), nullptr, nullptr).status(),
+        HasErrorCode(ErrorCode::kBadRequest))
+        << type;
+  }
+  // search_by_value's wildcards are the same conditions.
+  ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"a"})));
+  EXPECT_THAT(records().SearchByValue("db", "t", "a", "*" + longest + "x*", {},
+                                      [](const json&) { return true; }),
+              HasErrorCode(ErrorCode::kBadRequest));
+  EXPECT_OK(records().SearchByValue("db", "t", "a", "*" + longest + "*", {},
+                                    [](const json&) { return true; }));
+}
+
+// Issue 41, point 6: a sort names each attribute once, has at most kMaxSortLevels levels, and
+// holds at most max_sort_bytes (one attribute named 17 times took 1 GiB).
+TEST_F(SearchConditionsTest, Issue41_SortsAreBounded) {
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  std::vector<json> rows;
+  for (int i = 0; i < 200; ++i) rows.push_back({{"id", i}, {"s", std::string(100, 'a' + i % 26)}});
+  ASSERT_OK(records().Write("db", "t", rows, WriteMode::kInsert));
+  const json repeated = {{"attribute", "s"}, {"next", {{"attribute", "s"}}}};
+  EXPECT_THAT(
+      ParseConditionSearch(json::array({C("id", "greater_than", -1)}), nullptr, &repeated).status(),
+      HasErrorCode(ErrorCode::kBadRequest));
+  json levels = nullptr;
+  for (size_t i = 0; i <= kMaxSortLevels; ++i) {
+    levels = {{"attribute", absl::StrCat("a", i)}, {"next", levels}};
+  }
+  EXPECT_THAT(
+      ParseConditionSearch(json::array({C("id", "greater_than", -1)}), nullptr, &levels).status(),
+      HasErrorCode(ErrorCode::kBadRequest));
+
+  const json by_s = {{"attribute", "s"}};
+  auto search = ParseConditionSearch(json::array({C("id", "greater_than", -1)}), nullptr, &by_s);
+  ASSERT_OK(search);
+  SearchOptions small;
+  small.max_sort_bytes = 8 << 10;  // 200 rows of 100-byte values do not fit
+  EXPECT_THAT(
+      records().SearchByConditions("db", "t", *search, small, [](const json&) { return true; }),
+      HasErrorCode(ErrorCode::kBadRequest));
+  // With a limit the sort holds only the rows it keeps, and fits.
+  small.limit = 10;
+  EXPECT_EQ(Search("t", {C("id", "greater_than", -1)}, nullptr, &by_s, small).size(), 10u);
+  small.limit = 0;
+  small.max_sort_bytes = 1 << 20;
+  EXPECT_EQ(Search("t", {C("id", "greater_than", -1)}, nullptr, &by_s, small).size(), 200u);
+}
+
+// Issue 41, point 5: an `or` of many indexed branches that each match every row reads the
+// table once, not once per branch (1,000 such leaves read it 1,000 times), and still answers
+// each row once; identical branches are read once.
+TEST_F(SearchConditionsTest, Issue41_AWideOrReadsEachRowOnce) {
+  ASSERT_OK(catalog().CreateTable(DynamicSpec("db", "t")));
+  std::vector<json> rows;
+  for (int i = 0; i < 20; ++i) rows.push_back({{"id", i}, {"n", i}});
+  ASSERT_OK(records().Write("db", "t", rows, WriteMode::kInsert));
+  const json or_op = "or";
+  auto reads = [&](const std::vector<json>& leaves, size_t* answered) {
+    faults_.Set(fault_points::kScanRow, FaultAction::Delay(absl::ZeroDuration()).OnNth(1 << 30));
+    *answered = Search("t", leaves, &or_op).size();
+    const int64_t hits = faults_.HitCount(fault_points::kScanRow);
+    faults_.Clear(fault_points::kScanRow);
+    return hits;
+  };
+  std::vector<json> wide;
+  for (int i = 1; i <= 1000; ++i) wide.push_back(C("n", "greater_than", -i));
+  size_t answered = 0;
+  EXPECT_LE(reads(wide, &answered), 2 * 20);
+  EXPECT_EQ(answered, 20u);
+  std::vector<json> same(1000, C("n", "greater_than_equal", 0));
+  EXPECT_LE(reads(same, &answered), 2 * 20);
+  EXPECT_EQ(answered, 20u);
+  // A few ranges are still read branch by branch, through the index.
+  EXPECT_EQ(Ids(Search("t", {C("n", "less_than", 2), C("n", "greater_than", 17)}, &or_op)),
+            (std::vector<json>{0, 1, 18, 19}));
 }
 
 }  // namespace
