@@ -27,6 +27,7 @@
 #include "catalog/search_conditions.h"
 #include "catalog/table_digest.h"
 #include "common/clock.h"
+#include "common/deadline.h"
 #include "common/fault.h"
 #include "nlohmann/json.hpp"
 #include "storage/change_log.h"
@@ -62,6 +63,12 @@ struct SearchOptions {
   uint64_t limit = 0;                       // 0: no limit
   uint64_t offset = 0;
   bool reverse = false;  // the rows in the opposite order (Harper's `reverse`)
+  // What a sort may hold of sort values and keys, in bytes (0: no bound); past it the search
+  // is refused, 400 naming the limit (--max-sort-bytes, issue 41).
+  uint64_t max_sort_bytes = 0;
+  // The request's deadline, checked at every row read (with the drop gate, C9); null: none.
+  // Not owned; outlives the search.
+  Deadline* deadline = nullptr;
   // Check the request (table, attribute, value, ids, projection) and visit nothing: lets a
   // caller that streams its answer report errors before it commits to a status.
   bool validate_only = false;

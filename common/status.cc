@@ -49,6 +49,8 @@ constexpr CodeInfo kCodes[] = {
     {"ROLE_IN_USE", absl::StatusCode::kFailedPrecondition, 409},
     {"LAST_SUPER_USER", absl::StatusCode::kFailedPrecondition, 409},
     {"INVALID_PERMISSIONS", absl::StatusCode::kInvalidArgument, 400},
+    {"REQUEST_TIMEOUT", absl::StatusCode::kDeadlineExceeded, 503},
+    {"TOO_MANY_LOGINS", absl::StatusCode::kResourceExhausted, 429},
 };
 static_assert(sizeof(kCodes) / sizeof(kCodes[0]) == kMaxErrorCode + 1);
 

@@ -45,8 +45,10 @@ enum class ErrorCode : int32_t {
   kRoleInUse = 25,               // FAILED_PRECONDITION   409  drop_role of a role with active users
   kLastSuperUser = 26,           // FAILED_PRECONDITION   409  SPEC U7
   kInvalidPermissions = 27,      // INVALID_ARGUMENT      400  SPEC U3 (role permission JSON)
+  kRequestTimeout = 28,          // DEADLINE_EXCEEDED     503  past its deadline, or its client left
+  kTooManyLogins = 29,           // RESOURCE_EXHAUSTED    429  failed logins of an address or user
 };
-inline constexpr int kMaxErrorCode = 27;
+inline constexpr int kMaxErrorCode = 29;
 
 // The canonical code that goes with a domain code (the table above).
 absl::StatusCode CanonicalCodeFor(ErrorCode code);

@@ -7,11 +7,9 @@
 #include <cstdint>
 #include <string>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/log_limiter.h"
 #include "node/authenticator.h"
 
 namespace cairn::node {
@@ -19,25 +17,16 @@ namespace cairn::node {
 class Audit {
  public:
   static constexpr absl::Duration kLogEvery = absl::Seconds(10);
-  // Sources remembered at most; past it the map starts over.
-  static constexpr size_t kMaxSources = 10'000;
 
-  explicit Audit(std::string node_name) : node_name_(std::move(node_name)) {}
+  explicit Audit(std::string node_name) : node_name_(std::move(node_name)), log_(kLogEvery) {}
 
   // `caller` was refused `operation` (403); `why` is the answer's message and details.
-  void Refused(const Caller& caller, absl::string_view operation, absl::string_view why)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  uint64_t refused_total() const ABSL_LOCKS_EXCLUDED(mu_);
+  void Refused(const Caller& caller, absl::string_view operation, absl::string_view why);
+  uint64_t refused_total() const { return log_.total(); }
 
  private:
-  struct Source {
-    absl::Time logged_at = absl::InfinitePast();
-    uint64_t unlogged = 0;
-  };
   const std::string node_name_;
-  mutable absl::Mutex mu_;
-  absl::flat_hash_map<std::string, Source> sources_ ABSL_GUARDED_BY(mu_);
-  uint64_t refused_total_ ABSL_GUARDED_BY(mu_) = 0;
+  LogLimiter log_;  // per source address
 };
 
 }  // namespace cairn::node

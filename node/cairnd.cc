@@ -111,6 +111,10 @@ void AddNodeMetrics(Metrics* metrics, catalog::LocalNode* node) {
 }
 
 void AddReplicationMetrics(Metrics* metrics, replication::Cluster* cluster) {
+  metrics->AddExternal({"cairn_peer_refused_calls_total",
+                        "Calls to the peer port refused before anything was applied (R2)",
+                        "counter",
+                        [cluster] { return static_cast<double>(cluster->refused_calls()); }});
   metrics->AddExternal(
       {"cairn_replication_lag_entries",
        "Change-log entries of its peers this node has not applied yet (R12), summed.", "gauge",
@@ -397,6 +401,8 @@ int Run(const NodeConfig& config) {
   api_options.backup_dir = config.backup_dir;
   api_options.authenticator = &authenticator;
   api_options.audit = &audit;
+  api_options.operation_timeout = config.operation_timeout;
+  api_options.max_sort_bytes = config.max_sort_bytes;
   replication::ClusterOptions cluster_options;
   cluster_options.node_name = config.name;
   cluster_options.secret = cluster_secret;
@@ -429,6 +435,7 @@ int Run(const NodeConfig& config) {
   http_options.max_connections_per_client = config.max_connections_per_client;
   http_options.header_limit = config.max_header_bytes;
   http_options.request_timeout = config.request_timeout;
+  http_options.operation_timeout = config.operation_timeout;
   http_options.idle_timeout = config.idle_timeout;
   http_options.metrics_require_auth = config.metrics_require_auth;
   http_options.tls_cert_file = config.ops_tls_cert_file;

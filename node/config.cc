@@ -194,6 +194,12 @@ absl::Status ValidateConfig(const NodeConfig& c) {
   if (c.max_header_bytes < 1024 || c.max_header_bytes > (1u << 20)) {
     return Error(ErrorCode::kBadRequest, "--max-header-bytes must be between 1024 and 1 MiB");
   }
+  if (c.operation_timeout < absl::Milliseconds(100) || c.operation_timeout > absl::Hours(24)) {
+    return Error(ErrorCode::kBadRequest, "--operation-timeout must be between 100ms and 24h");
+  }
+  if (c.max_sort_bytes < (64 << 10)) {
+    return Error(ErrorCode::kBadRequest, "--max-sort-bytes must be at least 64 KiB");
+  }
   if (c.request_timeout < absl::Milliseconds(100) || c.idle_timeout < absl::Milliseconds(100)) {
     return Error(ErrorCode::kBadRequest,
                  "--request-timeout and --idle-timeout must be at least 100ms");
@@ -341,7 +347,14 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   app.add_option("--max-header-bytes", c.max_header_bytes,
                  "largest request line and headers accepted (431 beyond)")
       ->capture_default_str();
-  std::string request_timeout = "10s", idle_timeout = "5s";
+  std::string request_timeout = "10s", idle_timeout = "5s", operation_timeout = "60s";
+  app.add_option("--operation-timeout", operation_timeout,
+                 "how long an operation may run from its request's first byte (a request's "
+                 "timeout_ms may shorten it; 503 REQUEST_TIMEOUT beyond)")
+      ->capture_default_str();
+  app.add_option("--max-sort-bytes", c.max_sort_bytes,
+                 "sort values a sorted search may hold in memory (400 beyond)")
+      ->capture_default_str();
   app.add_option("--request-timeout", request_timeout,
                  "how long a request may take from its first byte to its last")
       ->capture_default_str();
@@ -425,6 +438,7 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   for (auto [text, field, flag] :
        {std::make_tuple(&request_timeout, &c.request_timeout, "--request-timeout"),
         std::make_tuple(&idle_timeout, &c.idle_timeout, "--idle-timeout"),
+        std::make_tuple(&operation_timeout, &c.operation_timeout, "--operation-timeout"),
         std::make_tuple(&operation_token_ttl, &c.operation_token_ttl, "--operation-token-ttl"),
         std::make_tuple(&refresh_token_ttl, &c.refresh_token_ttl, "--refresh-token-ttl")}) {
     // Days too ("30d"), which absl does not read.

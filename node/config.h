@@ -77,6 +77,10 @@ struct NodeConfig {
   int max_connections_per_client = 256;
   uint32_t max_header_bytes = 16 << 10;
   absl::Duration request_timeout = absl::Seconds(10);
+  // Bounded work per request (issue 41): an operation's deadline from its first byte (a
+  // request's `timeout_ms` may shorten it), and the bytes a sort may hold.
+  absl::Duration operation_timeout = absl::Seconds(60);
+  uint64_t max_sort_bytes = 32 << 20;
   absl::Duration idle_timeout = absl::Seconds(5);
   bool metrics_require_auth = false;
   // SPEC U5: how long tokens live (create_authentication_tokens).

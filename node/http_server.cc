@@ -145,6 +145,10 @@ void HttpServer::Impl::AddMetrics() {
   m->AddExternal({"cairn_http_internal_errors_total",
                   "Operations that failed with an exception (answered 500 INTERNAL)", "counter",
                   [s] { return static_cast<double>(s->internal_errors.load()); }});
+  m->AddExternal({"cairn_http_operations_cancelled_total",
+                  "Operations stopped at their deadline or when their client left (503 "
+                  "REQUEST_TIMEOUT, or a streamed answer cut)",
+                  "counter", [s] { return static_cast<double>(s->cancelled_operations.load()); }});
   m->AddExternal({"cairn_http_login_failures_total", "Requests with missing or wrong credentials",
                   "counter", [s] { return static_cast<double>(s->logins.failures_total()); }});
 }
@@ -228,6 +232,7 @@ void HttpServer::Impl::Stop() {
   // A worker still inside an operation holds its connection, whose socket belongs to ioc_:
   // wait for it before ioc_ goes away (and for a password's hash, which posts to it).
   shared_->hashers.join();
+  shared_->streamers.join();
   shared_->workers.join();
 }
 
@@ -235,9 +240,9 @@ HttpServer::HttpServer(OperationHandler handler, Metrics* metrics, HttpServerOpt
     : impl_(std::make_unique<Impl>(std::move(handler), metrics, std::move(options))) {}
 
 HttpServer::HttpServer(const OpsApi* api, Metrics* metrics, HttpServerOptions options)
-    : HttpServer(
-          [api](absl::string_view body, const Caller& caller) { return api->Handle(body, caller); },
-          metrics, std::move(options)) {}
+    : HttpServer([api](absl::string_view body, const Caller& caller,
+                       Deadline* deadline) { return api->Handle(body, caller, deadline); },
+                 metrics, std::move(options)) {}
 
 HttpServer::~HttpServer() = default;
 

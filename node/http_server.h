@@ -23,6 +23,14 @@
 //     before one, a NUL) get 400 and the connection closes.
 //  6. Pipelined requests are answered in order, one at a time.
 //  7. An exception escaping an operation is a 500 INTERNAL, logged and counted.
+//  8. An operation has a deadline, `operation_timeout` from its request's first byte (shorter
+//     with the request's `timeout_ms`), and is cancelled when its client leaves; its work
+//     checks both at every row it reads (common/deadline.h). A streamed answer (the searches)
+//     is produced on a thread of its own pool, never a worker, so slow readers cannot take
+//     the workers; its status line waits for its first bytes (an error before them is a plain
+//     error answer); it ends at the deadline, when its client takes nothing for
+//     `write_timeout`, or reads slower than ReplyStream::kMinReadRate.
+//  9. `HEAD` is answered as `GET` without the body.
 // With a certificate it serves HTTPS only (a plaintext request gets no answer). Thread-safe.
 #pragma once
 
@@ -34,8 +42,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/deadline.h"
 #include "node/authenticator.h"
 #include "node/config.h"
+#include "node/http_auth.h"
 #include "node/metrics.h"
 #include "node/ops_api.h"
 
@@ -55,16 +65,22 @@ struct HttpServerOptions {
   int worker_threads = 32;
   int max_connections = 4096;
   int max_connections_per_client = 256;
-  absl::Duration request_timeout = absl::Seconds(10);  // first byte to last byte of a request
-  absl::Duration idle_timeout = absl::Seconds(5);      // between requests on one connection
-  absl::Duration write_timeout = absl::Seconds(10);    // per write of an answer
+  absl::Duration request_timeout = absl::Seconds(10);    // first byte to last byte of a request
+  absl::Duration idle_timeout = absl::Seconds(5);        // between requests on one connection
+  absl::Duration write_timeout = absl::Seconds(10);      // per write of an answer
+  absl::Duration operation_timeout = absl::Seconds(60);  // guarantee 8
+  // Failed logins a minute, per address or user, answered without delay (LoginGuard); only a
+  // test that fails logins in bulk raises it.
+  int free_login_failures = LoginGuard::kFreeFailures;
   // HTTPS when both are set: PEM files of the certificate chain and its key.
   std::string tls_cert_file, tls_key_file;
 };
 
-// Runs one operation: the body of a `POST /` and who sent it in, its reply out. Runs on a
-// worker thread.
-using OperationHandler = std::function<Reply(absl::string_view body, const Caller& caller)>;
+// Runs one operation: the body of a `POST /`, who sent it and its deadline in, its reply out.
+// Runs on a worker thread; a streamed reply's producer runs later, on a stream thread, while
+// the deadline still lives.
+using OperationHandler =
+    std::function<Reply(absl::string_view body, const Caller& caller, Deadline* deadline)>;
 
 class HttpServer {
  public:

@@ -80,7 +80,17 @@ bool ReplyStream::Write(absl::string_view piece) {
     auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return cancelled_ || queued_.size() < kMaxQueued;
     };
-    if (!mu_.AwaitWithTimeout(absl::Condition(&room), stall_timeout_)) cancelled_ = true;
+    if (room()) window_start_ = absl::InfinitePast();  // not waiting on the reader
+    while (!room()) {
+      const absl::Time now = absl::Now();
+      if (now >= deadline_ || now - last_taken_ >= stall_timeout_ || !ReadFastEnough(now)) {
+        cancelled_ = true;
+        break;
+      }
+      mu_.AwaitWithDeadline(
+          absl::Condition(&room),
+          std::min({deadline_, last_taken_ + stall_timeout_, window_start_ + kRateWindow}));
+    }
     if (cancelled_) return false;
     queued_.append(piece.data(), piece.size());
     if (!scheduled_) scheduled_ = wake = true;
@@ -89,12 +99,27 @@ bool ReplyStream::Write(absl::string_view piece) {
   return true;
 }
 
-void ReplyStream::Finish(bool complete) {
+bool ReplyStream::ReadFastEnough(absl::Time now) {
+  if (window_start_ == absl::InfinitePast()) {
+    window_start_ = now;
+    taken_in_window_ = 0;
+    return true;
+  }
+  if (now - window_start_ < kRateWindow) return true;
+  const bool fast =
+      taken_in_window_ >= static_cast<uint64_t>(absl::ToDoubleSeconds(now - window_start_) *
+                                                static_cast<double>(kMinReadRate));
+  window_start_ = now;
+  taken_in_window_ = 0;
+  return fast;
+}
+
+void ReplyStream::Finish(absl::Status status) {
   bool wake = false;
   {
     absl::MutexLock lock(&mu_);
     finished_ = true;
-    complete_ = complete;
+    status_ = std::move(status);
     if (!scheduled_) scheduled_ = wake = true;
   }
   if (wake) wake_();
@@ -105,7 +130,11 @@ ReplyStream::Taken ReplyStream::Take() {
   Taken t;
   t.data.swap(queued_);
   t.finished = finished_;
-  t.complete = complete_;
+  t.status = status_;
+  if (!t.data.empty()) {
+    last_taken_ = absl::Now();
+    taken_in_window_ += t.data.size();
+  }
   if (t.data.empty() && !t.finished) scheduled_ = false;
   return t;
 }
@@ -173,6 +202,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     // the length against the optional, and every length is greater than none.
     parser_->body_limit(std::numeric_limits<uint64_t>::max());
     operation_ = "unknown";
+    head_ = false;
   }
 
   void ReadRequest() {
@@ -239,7 +269,10 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     const bool has_body = chunked || length > 0;
     const absl::string_view target = Sv(req.target());
 
-    if (req.method() == http::verb::get && (target == "/health" || target == "/metrics")) {
+    // Guarantee 9: HEAD is GET without the body (Encode leaves it out).
+    head_ = req.method() == http::verb::head;
+    const bool get = req.method() == http::verb::get || head_;
+    if (get && (target == "/health" || target == "/metrics")) {
       if (has_body) {
         return Refuse(Error(ErrorCode::kBadRequest, "a GET request carries no body"),
                       opt_.header_limit);
@@ -348,69 +381,109 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     if (quick.has_value()) return Admit(std::move(*quick), header.empty() && token_request);
     // A password to hash. Bounded: past kMaxPendingHashes waiting (a flood of new or wrong
     // passwords) the request is refused at once, and remembered passwords and tokens go on;
-    // an address with failures waits out its penalty before its hash is queued.
+    // checks of one address or one claimed user wait their turn in the guard (LoginGuard
+    // invariant 1) before their hash is queued.
     if (shared_->hashing.load() >= HttpShared::kMaxPendingHashes) {
       Refuse(Error(ErrorCode::kTooManyConnections,
                    "too many logins are being checked right now; try again"),
              opt_.header_limit);
       return false;
     }
-    auto hash = [self = Self(), header = std::string(Sv(header)),
+    const std::string claimed = Authenticator::ClaimedUser(Sv(header));
+    auto hash = [self = Self(), header = std::string(Sv(header)), claimed,
                  then = std::move(then)]() mutable {
       self->shared_->hashing.fetch_add(1);
       net::post(self->shared_->hashers,
-                [self, header = std::move(header), then = std::move(then)]() mutable {
+                [self, header = std::move(header), claimed, then = std::move(then)]() mutable {
                   absl::StatusOr<Caller> result = self->shared_->auth->Authenticate(header);
                   self->shared_->hashing.fetch_sub(1);
-                  net::post(self->stream_.get_executor(),
-                            [self, result = std::move(result), then = std::move(then)]() mutable {
-                              if (self->closed_) return;
-                              if (self->Admit(std::move(result), /*token_request=*/false)) then();
-                            });
+                  // The guard's reservation ends here, whether or not the connection is still there
+                  // (LoginGuard invariant 2).
+                  LoginGuard& logins = self->shared_->logins;
+                  absl::Duration delay;
+                  if (!result.ok()) {
+                    delay = logins.Failed(self->address_, claimed, absl::Now(), /*reserved=*/true);
+                  } else if (result->verified_password) {
+                    logins.Succeeded(self->address_, claimed, /*reserved=*/true);
+                  } else {
+                    logins.Released(self->address_, claimed);
+                  }
+                  net::post(self->stream_.get_executor(), [self, result = std::move(result), delay,
+                                                           then = std::move(then)]() mutable {
+                    if (self->closed_) return;
+                    if (self->Admit(std::move(result), /*token_request=*/false, delay)) then();
+                  });
                 });
     };
-    const absl::Duration penalty = shared_->logins.Penalty(address_, absl::Now());
-    if (penalty == absl::ZeroDuration()) {
+    const std::optional<absl::Duration> wait =
+        shared_->logins.Reserve(address_, claimed, absl::Now());
+    if (!wait.has_value()) {
+      RefuseLogins();
+      return false;
+    }
+    if (*wait == absl::ZeroDuration()) {
       hash();
       return false;
     }
-    timer_.expires_after(Chrono(penalty));
-    timer_.async_wait([self = Self(), hash = std::move(hash)](beast::error_code ec) mutable {
-      if (ec || self->closed_) return;
-      hash();
-    });
+    timer_.expires_after(Chrono(*wait));
+    timer_.async_wait(
+        [self = Self(), claimed, hash = std::move(hash)](beast::error_code ec) mutable {
+          if (ec || self->closed_) return self->shared_->logins.Released(self->address_, claimed);
+          hash();
+        });
     return false;
   }
 
+  // Too many failed logins of this address or of the user it claims (LoginGuard invariant 1).
+  void RefuseLogins() {
+    Refuse(Error(ErrorCode::kTooManyLogins,
+                 absl::StrCat("too many failed logins from this address or for this user: try "
+                              "again in ",
+                              absl::FormatDuration(LoginGuard::kMaxDelay))),
+           opt_.header_limit);
+  }
+
   // What the credentials came to: true with `caller_` set, or false with the request refused.
-  bool Admit(absl::StatusOr<Caller> result, bool token_request) {
+  // `counted`: the guard has counted a hashed check's outcome already, and this is the delay
+  // of its failure (CheckCredentials); unset for what needed no hash.
+  bool Admit(absl::StatusOr<Caller> result, bool token_request,
+             std::optional<absl::Duration> counted = std::nullopt) {
     if (result.ok()) {
       caller_ = *std::move(result);
       caller_.address = address_;
-      // Only a password checked by its hash forgives the address's failures: remembered
-      // passwords and tokens cost nothing to repeat between guesses.
-      if (caller_.verified_password) shared_->logins.Succeeded(address_);
       return true;
     }
     if (token_request) {
-      // A token request pays the guard's delay up front, as a login with a wrong password does
-      // (its failure is counted once the operation answers 401).
+      // A token request checks a password too (in the operation): it waits its turn in the
+      // guard as a login does, and the operation's answer ends the reservation (EndAnonymous).
       caller_ = Caller();
       caller_.kind = Caller::Kind::kAnonymous;
       caller_.address = address_;
-      const absl::Duration delay = shared_->logins.Penalty(address_, absl::Now());
-      if (delay == absl::ZeroDuration()) return true;
-      timer_.expires_after(Chrono(delay));
+      const std::optional<absl::Duration> wait = shared_->logins.Reserve(address_, "", absl::Now());
+      if (!wait.has_value()) {
+        RefuseLogins();
+        return false;
+      }
+      anonymous_reserved_ = true;
+      if (*wait == absl::ZeroDuration()) return true;
+      timer_.expires_after(Chrono(*wait));
       timer_.async_wait([self = Self()](beast::error_code ec) {
-        if (ec || self->closed_) return;
+        if (ec || self->closed_) {
+          self->EndAnonymous(0);
+          return;
+        }
         self->AfterCredentials();
       });
       return false;
     }
     const absl::Status auth = result.status();
-    const absl::Duration delay = shared_->logins.Failed(
-        address_, Authenticator::ClaimedUser(Sv(parser_->get()[http::field::authorization])),
-        absl::Now());
+    const absl::Duration delay =
+        counted.has_value()
+            ? *counted
+            : shared_->logins.Failed(
+                  address_,
+                  Authenticator::ClaimedUser(Sv(parser_->get()[http::field::authorization])),
+                  absl::Now());
     Reply reply = ErrorReply(auth);
     if (delay == absl::ZeroDuration()) {
       Send(reply, true, opt_.header_limit, kJson, "\r\nWWW-Authenticate: Basic realm=\"cairn\"");
@@ -463,6 +536,24 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     });
   }
 
+  // The end of a request's login as the operation answered it (`status`; 0: it never ran):
+  // ends a token request's reservation in the guard (LoginGuard invariant 2), counts a 401 as
+  // a failed login (U8) and a token request's 200 as a verified password. Returns how long to
+  // wait before answering. Runs where the request is (the strand, or the worker owning it).
+  absl::Duration EndAnonymous(int status) {
+    LoginGuard& logins = shared_->logins;
+    if (anonymous_reserved_) {
+      anonymous_reserved_ = false;
+      if (status == 200) {
+        logins.Succeeded(address_, "", /*reserved=*/true);
+        return absl::ZeroDuration();
+      }
+      logins.Released(address_, "");
+    }
+    if (status != 401) return absl::ZeroDuration();
+    return logins.Failed(address_, caller_.Who(), absl::Now());
+  }
+
   // On a worker, which owns the connection until it hands it back to the strand (nothing else
   // touches it meanwhile: the strand reads nothing while an operation runs, and Cancel()
   // leaves a busy connection alone). Runs the operation and answers. The answer goes out from
@@ -471,15 +562,15 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   // (NextOnWorker), so a lone client pays one thread hand-off per request, not two.
   void ServeOnWorker(std::string body) {
     for (;;) {
-      Reply reply = RunOperation(body);
-      if (reply.stream) return RunStream(std::move(reply));
+      auto deadline = std::make_shared<Deadline>(start_ + opt_.operation_timeout, ClientProbe());
+      Reply reply = RunOperation(body, deadline.get());
+      if (reply.stream) return RunStream(std::move(reply), std::move(deadline));
+      if (reply.error_code == "REQUEST_TIMEOUT") shared_->TimedOut(address_, reply.operation);
       const bool close = !keep_alive_ || shared_->draining.load();
       std::string bytes = Encode(reply, close, kJson, "");
       // A 401 from the operation (a token request's wrong password, a bad refresh token) is a
       // failed login (U8): counted, and answered after the guard's delay, as at the door.
-      const absl::Duration delay =
-          reply.status == 401 ? shared_->logins.Failed(address_, caller_.Who(), absl::Now())
-                              : absl::ZeroDuration();
+      const absl::Duration delay = EndAnonymous(reply.status);
       const size_t written = delay == absl::ZeroDuration() ? WriteFromWorker(bytes) : 0;
       if (written == bytes.size() && !close) {
         operation_ = reply.operation;
@@ -599,11 +690,21 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     return true;
   }
 
+  // Whether the client is still connected (guarantee 8): it has not closed or reset its end.
+  // Pipelined bytes waiting to be read do not count as leaving.
+  std::function<bool()> ClientProbe() {
+    const int fd = Lowest().socket().native_handle();
+    return [fd] {
+      pollfd p{fd, POLLRDHUP, 0};
+      return ::poll(&p, 1, 0) != 1 || (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) == 0;
+    };
+  }
+
   // On a worker. Guarantee 7.
-  Reply RunOperation(absl::string_view body) {
+  Reply RunOperation(absl::string_view body, Deadline* deadline) {
     Reply reply;
     try {
-      reply = shared_->handler(body, caller_);
+      reply = shared_->handler(body, caller_, deadline);
     } catch (const std::exception& e) {
       reply = Internal(e.what());
     } catch (...) {
@@ -622,8 +723,9 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
                             "has the details)"));
   }
 
-  // On a worker: produces a streamed answer while the connection sends it.
-  void RunStream(Reply reply) {
+  // On a worker: hands a streamed answer's producer to a stream thread (guarantee 8), and
+  // the connection to its strand, which sends what the producer writes.
+  void RunStream(Reply reply, std::shared_ptr<Deadline> deadline) {
     std::weak_ptr<Session> weak = this->weak_from_this();
     auto rs = std::make_shared<ReplyStream>(
         [weak] {
@@ -631,27 +733,40 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
             net::post(self->stream_.get_executor(), [self] { self->Pump(); });
           }
         },
-        opt_.write_timeout);
-    net::post(stream_.get_executor(), [self = Self(), rs, op = reply.operation] {
+        opt_.write_timeout, deadline->at());
+    net::post(stream_.get_executor(), [self = Self(), rs, deadline, op = reply.operation] {
       self->operation_ = op;
-      self->BeginStream(rs);
+      self->BeginStream(rs, deadline);
     });
-    bool complete = false;
-    try {
-      complete = reply.stream([&rs](absl::string_view piece) { return rs->Write(piece); });
-    } catch (const std::exception& e) {
-      spdlog::error("[{}] streamed answer to {} failed: {}", opt_.node_name, address_, e.what());
-      ++shared_->internal_errors;
-    }
-    rs->Finish(complete);
+    shared_->running.fetch_add(1);
+    net::post(shared_->streamers, [self = Self(), rs, deadline, op = reply.operation,
+                                   produce = std::move(reply.stream)] {
+      absl::Status status;
+      try {
+        status = produce([&rs](absl::string_view piece) { return rs->Write(piece); });
+      } catch (const std::exception& e) {
+        spdlog::error("[{}] streamed answer to {} failed: {}", self->opt_.node_name, self->address_,
+                      e.what());
+        ++self->shared_->internal_errors;
+        status = Error(ErrorCode::kInternal, "internal error: the answer failed unexpectedly");
+      }
+      if (GetErrorCode(status) == ErrorCode::kRequestTimeout) {
+        self->shared_->TimedOut(self->address_, op);
+      }
+      rs->Finish(std::move(status));
+      self->shared_->running.fetch_sub(1);
+    });
   }
 
-  void BeginStream(std::shared_ptr<ReplyStream> rs) {
-    if (closed_) return rs->Cancel();
+  void BeginStream(std::shared_ptr<ReplyStream> rs, std::shared_ptr<Deadline> deadline) {
+    if (closed_) {
+      deadline->Cancel();
+      return rs->Cancel();
+    }
     reply_stream_ = std::move(rs);
+    stream_deadline_ = std::move(deadline);
     chunked_reply_ = !http10_;
     if (!chunked_reply_) keep_alive_ = false;  // HTTP/1.0: the answer ends with the connection
-    status_ = 200;
     stream_head_ = Head(200, http10_, kJson, chunked_reply_ ? "\r\nTransfer-Encoding: chunked" : "",
                         !keep_alive_ || shared_->draining.load(), "");
     Pump();
@@ -660,11 +775,23 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   void Pump() {
     if (closed_ || writing_ || reply_stream_ == nullptr) return;
     ReplyStream::Taken t = reply_stream_->Take();
+    if (!stream_head_.empty()) {
+      // Nothing sent yet: the status line waits for the first bytes, and a producer that
+      // failed before any (a deadline, a drop) gets a plain error answer.
+      if (t.data.empty() && !t.finished) return;
+      if (t.data.empty() && !t.status.ok()) {
+        reply_stream_.reset();
+        stream_deadline_.reset();
+        stream_head_.clear();
+        return Respond(ErrorReply(t.status), false);
+      }
+      status_ = 200;
+    }
     std::string out = std::move(stream_head_);
     stream_head_.clear();
     if (!t.data.empty()) out += chunked_reply_ ? ChunkOf(t.data) : t.data;
     const bool finished = t.finished;
-    const bool complete = t.finished && t.complete;
+    const bool complete = t.finished && t.status.ok();
     if (complete && chunked_reply_) out += "0\r\n\r\n";
     if (out.empty()) {
       if (finished) FinishStream(false);
@@ -684,6 +811,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
 
   void FinishStream(bool complete) {
     reply_stream_.reset();
+    stream_deadline_.reset();
     Record();
     if (!complete || !keep_alive_) return CloseNow();  // a cut answer: the client must see it
     ReadRequest();
@@ -706,6 +834,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
 
   void Send(const Reply& reply, bool close, uint64_t drain, absl::string_view content_type,
             absl::string_view extra) {
+    if (anonymous_reserved_) EndAnonymous(0);  // refused before the operation ran
     if (closed_) return;
     busy_ = true;
     status_ = reply.status;
@@ -717,7 +846,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
                      absl::string_view extra) const {
     std::string out = Head(reply.status, http10_, content_type,
                            absl::StrCat("\r\nContent-Length: ", reply.body.size()), close, extra);
-    out += reply.body;
+    if (!head_) out += reply.body;  // guarantee 9: a HEAD's answer has none
     return out;
   }
 
@@ -795,10 +924,13 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   }
 
   void CloseNow() {
+    if (anonymous_reserved_) EndAnonymous(0);  // the request ends without its operation
     if (closed_) return;
     closed_ = true;
     if (reply_stream_ != nullptr) reply_stream_->Cancel();
     reply_stream_.reset();
+    if (stream_deadline_ != nullptr) stream_deadline_->Cancel();  // a producer finding nothing
+    stream_deadline_.reset();
     timer_.cancel();
     beast::error_code ignored;
     Lowest().socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
@@ -820,13 +952,18 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   std::string operation_ = "unknown";
   int status_ = 0;
   bool http10_ = false;
+  bool head_ = false;  // a HEAD: the answer without its body
   bool keep_alive_ = true;
-  bool busy_ = false;     // a request is past its first byte and not yet answered
+  bool busy_ = false;  // a request is past its first byte and not yet answered
+  // A token request holds a reservation in the login guard until EndAnonymous.
+  bool anonymous_reserved_ = false;
   bool closed_ = false;   // the socket is closed; nothing more starts
   bool writing_ = false;  // a streamed answer's write is in flight
 
-  // A streamed answer.
+  // A streamed answer, and the deadline its producer checks (cancelled when the connection
+  // closes).
   std::shared_ptr<ReplyStream> reply_stream_;
+  std::shared_ptr<Deadline> stream_deadline_;
   bool chunked_reply_ = true;
   std::string stream_head_;
 
@@ -857,10 +994,10 @@ HttpShared::HttpShared(OperationHandler h, Metrics* m, HttpServerOptions o)
       handler(std::move(h)),
       metrics(m),
       auth(options.authenticator),
-      logins(options.node_name),
+      logins(options.node_name, options.free_login_failures),
       workers(static_cast<size_t>(std::max(1, options.worker_threads))),
-      hashers(
-          static_cast<size_t>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 4))) {}
+      hashers(static_cast<size_t>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 4))),
+      streamers(kStreamThreads) {}
 
 bool HttpShared::Admit(const std::string& address, int max_total) {
   absl::MutexLock lock(&mu);
@@ -898,6 +1035,21 @@ void HttpShared::CancelAll() {
     }
   }
   for (const auto& c : pinned) c->Cancel();
+}
+
+void HttpShared::TimedOut(const std::string& address, const std::string& operation) {
+  ++cancelled_operations;
+  const int64_t now = absl::ToUnixNanos(absl::Now());
+  int64_t last = last_cancel_log_ns.load();
+  if (now - last < absl::ToInt64Nanoseconds(kCancelLogEvery) ||
+      !last_cancel_log_ns.compare_exchange_strong(last, now)) {
+    ++unlogged_cancels;
+    return;
+  }
+  spdlog::warn(
+      "[{}] {} from {} stopped at its deadline or when its client left (503 "
+      "REQUEST_TIMEOUT; {} more since the last such line)",
+      options.node_name, operation, address, unlogged_cancels.exchange(0));
 }
 
 int HttpShared::connections() const {

@@ -17,9 +17,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "boost/asio/ip/tcp.hpp"
 #include "boost/asio/ssl/context.hpp"
 #include "boost/asio/thread_pool.hpp"
+#include "common/deadline.h"
 #include "node/authenticator.h"
 #include "node/http_auth.h"
 #include "node/http_server.h"
@@ -51,14 +53,27 @@ struct HttpShared {
   // at most kMaxPendingHashes (more are refused at once).
   static constexpr int kMaxPendingHashes = 64;
   boost::asio::thread_pool hashers;
+  // Producers of streamed answers (guarantee 8): threads of their own, so that clients that
+  // read slowly hold these, never the workers. More streams than threads wait their turn
+  // (within their deadline).
+  static constexpr int kStreamThreads = 64;
+  boost::asio::thread_pool streamers;
   std::atomic<int> hashing{0};
   std::atomic<bool> draining{false};
 
   // Counters for /metrics.
-  std::atomic<uint64_t> refused_connections{0};  // over a cap
-  std::atomic<uint64_t> timeouts{0};             // a request or an idle connection timed out
-  std::atomic<uint64_t> malformed{0};            // refused by the parser or the framing rules
-  std::atomic<uint64_t> internal_errors{0};      // exceptions out of an operation (500)
+  std::atomic<uint64_t> refused_connections{0};   // over a cap
+  std::atomic<uint64_t> timeouts{0};              // a request or an idle connection timed out
+  std::atomic<uint64_t> malformed{0};             // refused by the parser or the framing rules
+  std::atomic<uint64_t> internal_errors{0};       // exceptions out of an operation (500)
+  std::atomic<uint64_t> cancelled_operations{0};  // stopped by their deadline (guarantee 8)
+
+  // An operation stopped by its deadline or its client's leaving: counted, and logged at most
+  // once per kCancelLogEvery for the whole server (a client can cause any number of them).
+  static constexpr absl::Duration kCancelLogEvery = absl::Seconds(10);
+  void TimedOut(const std::string& address, const std::string& operation);
+  std::atomic<int64_t> last_cancel_log_ns{0};
+  std::atomic<uint64_t> unlogged_cancels{0};
 
   // Admission (guarantee 2). Admit counts the connection when under both caps (`max_total`:
   // the total cap the process can hold, options.max_connections or less); Release undoes it.
@@ -87,45 +102,59 @@ struct HttpShared {
 void StartSession(std::shared_ptr<HttpShared> shared, boost::asio::ip::tcp::socket socket,
                   std::string address, boost::asio::ssl::context* tls);
 
-// A streamed answer between the worker writing it and the connection sending it. The worker
-// blocks while kMaxQueued bytes wait to be sent (so a slow reader costs bounded memory) and
-// stops once the connection is gone or has not taken anything for the write timeout.
+// A streamed answer between the thread producing it and the connection sending it. The
+// producer blocks while kMaxQueued bytes wait to be sent (so a slow reader costs bounded
+// memory) and stops once the connection is gone, has taken nothing for the stall timeout, has
+// taken less than kMinReadRate over a kRateWindow in which it had bytes waiting, or the
+// deadline passed (so the RocksDB snapshot a search holds goes with it).
 class ReplyStream {
  public:
   static constexpr size_t kMaxQueued = 1 << 20;
+  static constexpr uint64_t kMinReadRate = 16 << 10;  // bytes per second
+  static constexpr absl::Duration kRateWindow = absl::Seconds(10);
 
-  // `wake` is called (from the worker, without the lock) when there is something to send and
-  // nothing scheduled to send it; it must arrange for Take() to run on the connection.
-  ReplyStream(std::function<void()> wake, absl::Duration stall_timeout)
-      : wake_(std::move(wake)), stall_timeout_(stall_timeout) {}
+  // `wake` is called (from the producer, without the lock) when there is something to send
+  // and nothing scheduled to send it; it must arrange for Take() to run on the connection.
+  ReplyStream(std::function<void()> wake, absl::Duration stall_timeout, absl::Time deadline)
+      : wake_(std::move(wake)), stall_timeout_(stall_timeout), deadline_(deadline) {}
 
-  // Worker side. False once the connection is gone or stalled: stop writing.
+  // Producer side. False once the connection is gone, too slow, or the deadline passed: stop
+  // writing.
   bool Write(absl::string_view piece) ABSL_LOCKS_EXCLUDED(mu_);
-  // The producer is done; `complete` false: the answer is cut short (the client sees a body
-  // that does not end well-formed, never a complete one with records missing).
-  void Finish(bool complete) ABSL_LOCKS_EXCLUDED(mu_);
+  // The producer is done; an error: the answer is cut short (the client sees a body that does
+  // not end well-formed, never a complete one with records missing), or, when nothing was
+  // written yet, answered as a plain error.
+  void Finish(absl::Status status) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Connection side. What is queued, and whether the producer finished (then `complete`).
+  // Connection side. What is queued, and whether the producer finished (then its status).
   // When nothing is queued and the producer has not finished, the stream goes idle: the
   // next Write wakes it.
   struct Taken {
     std::string data;
     bool finished = false;
-    bool complete = false;
+    absl::Status status;
   };
   Taken Take() ABSL_LOCKS_EXCLUDED(mu_);
   // The connection is gone: every Write from now on returns false.
   void Cancel() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // Whether the reader kept up over the window that just ended (starts the next one).
+  bool ReadFastEnough(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const std::function<void()> wake_;
   const absl::Duration stall_timeout_;
+  const absl::Time deadline_;
   absl::Mutex mu_;
   std::string queued_ ABSL_GUARDED_BY(mu_);
   bool scheduled_ ABSL_GUARDED_BY(mu_) = true;  // a Take() is due; the connection starts one
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  bool complete_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  // The read rate: bytes taken since the window began (a window starts when bytes wait).
+  absl::Time last_taken_ ABSL_GUARDED_BY(mu_) = absl::Now();
+  absl::Time window_start_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  uint64_t taken_in_window_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace cairn::node::http_internal

@@ -237,7 +237,26 @@ std::string WhyMalformed(absl::string_view body) {
 
 }  // namespace
 
-Reply OpsApi::Handle(absl::string_view body, const Caller& caller) const {
+namespace {
+
+// A request's own deadline, `timeout_ms` from now, at most the node's --operation-timeout
+// (issue 41).
+absl::Status TightenDeadline(const json& request, absl::Duration most, Deadline* deadline) {
+  auto t = request.find("timeout_ms");
+  if (t == request.end() || t->is_null()) return absl::OkStatus();
+  const int64_t max_ms = absl::ToInt64Milliseconds(most);
+  if (!t->is_number_integer() || (t->is_number_unsigned() && t->get<uint64_t>() > INT64_MAX) ||
+      t->get<int64_t>() < 1 || t->get<int64_t>() > max_ms) {
+    return BadRequest(absl::StrCat("'timeout_ms' must be an integer from 1 to ", max_ms,
+                                   " (the node's --operation-timeout)"));
+  }
+  if (deadline != nullptr) deadline->Tighten(absl::Now() + absl::Milliseconds(t->get<int64_t>()));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Reply OpsApi::Handle(absl::string_view body, const Caller& caller, Deadline* deadline) const {
   if (MaxNestingDepth(body) > kMaxBodyDepth) {
     return ErrorReply(
         BadRequest(absl::StrCat("body nests deeper than ", kMaxBodyDepth, " levels")));
@@ -250,7 +269,10 @@ Reply OpsApi::Handle(absl::string_view body, const Caller& caller) const {
     return ErrorReply(
         BadRequest(absl::StrCat("the body must be a JSON object, not ", JsonTypeName(request))));
   }
-  Fields fields(request, caller);
+  if (absl::Status s = TightenDeadline(request, options_.operation_timeout, deadline); !s.ok()) {
+    return ErrorReply(s);
+  }
+  Fields fields(request, caller, deadline);
   absl::StatusOr<std::string> name = fields.String("operation");
   if (!name.ok()) return ErrorReply(name.status());
   const Operation* op = nullptr;

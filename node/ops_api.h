@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "catalog/local_node.h"
+#include "common/deadline.h"
 #include "common/fault.h"
 #include "nlohmann/json.hpp"
 #include "node/access.h"
@@ -29,10 +30,10 @@ struct Reply {
   int status = 200;
   std::string body;  // JSON text, unless `stream` is set
   // A streamed answer (the searches): writes the JSON body in pieces through `write`, which
-  // returns false once the client is gone; returns true when the body is complete. Runs after
-  // the status line went out, so a failure can only cut the body short; the operation checks
-  // everything it can first.
-  std::function<bool(const std::function<bool(absl::string_view)>& write)> stream;
+  // returns false once the client is gone; returns OK when the body is complete. A failure
+  // before the first piece is answered as an error (REQUEST_TIMEOUT, TABLE_DROPPING); after
+  // it, it can only cut the body short, so the operation checks everything it can first.
+  std::function<absl::Status(const std::function<bool(absl::string_view)>& write)> stream;
   std::string operation = "unknown";  // for metrics: a known operation name or "unknown"
   std::string error_code;             // SPEC §5 code when status is not 200
   uint64_t records_written = 0;
@@ -57,6 +58,10 @@ struct OpsApiOptions {
   Audit* audit = nullptr;
   // What add_user and alter_user spend on a password's hash (credentials.h).
   PasswordHashCost password_hash_cost;
+  // Bounded work per request (issue 41, docs/operations.md "Limits"): the longest a request's
+  // `timeout_ms` may ask for (--operation-timeout), and what a sort may hold (--max-sort-bytes).
+  absl::Duration operation_timeout = absl::Seconds(60);
+  uint64_t max_sort_bytes = 32 << 20;
 };
 
 class OpsApi {
@@ -64,7 +69,9 @@ class OpsApi {
   OpsApi(catalog::LocalNode* node, OpsApiOptions options);
 
   // Parses and runs one `POST /` body sent by `caller`, whose role is enforced (SPEC U4).
-  Reply Handle(absl::string_view body, const Caller& caller) const;
+  // `deadline` (null: none) is checked as the work goes (common/deadline.h); the body's
+  // `timeout_ms` tightens it. A streamed reply checks it too, so it must outlive the stream.
+  Reply Handle(absl::string_view body, const Caller& caller, Deadline* deadline = nullptr) const;
   // The same for an in-process caller, who may do everything.
   Reply Handle(absl::string_view body) const { return Handle(body, Caller::Internal()); }
 

@@ -76,6 +76,9 @@ absl::StatusOr<Reply> OpsApi::Write(const Fields& f, catalog::WriteMode mode) co
   CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table(/*records=*/true));
   CAIRN_ASSIGN_OR_RETURN(const json* records, f.Array("records"));
   CAIRN_RETURN_IF_ERROR(CheckWrite(f, db, table, *records, mode));  // U4, before any work
+  // Issue 41: a request whose time is up while it waited writes nothing; once begun, the
+  // write is one batch and completes.
+  CAIRN_RETURN_IF_ERROR(f.CheckWriteDeadline());
   CAIRN_ASSIGN_OR_RETURN(catalog::WriteResult result,
                          node_->records->Write(db, table, *records, mode));
   const char* verb = "inserted";
@@ -97,6 +100,7 @@ absl::StatusOr<Reply> OpsApi::Delete(const Fields& f) const {
   CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table(/*records=*/true));
   CAIRN_ASSIGN_OR_RETURN(const json* ids, f.Array("ids", "hash_values"));
   CAIRN_RETURN_IF_ERROR(f.access().Table(db, table, {Action::kDelete}));  // U4
+  CAIRN_RETURN_IF_ERROR(f.CheckWriteDeadline());                          // issue 41, as Write
   CAIRN_ASSIGN_OR_RETURN(catalog::WriteResult result, node_->records->Delete(db, table, *ids));
   const std::string message =
       absl::StrCat(result.written.size(), " of ", ids->size(),
@@ -110,6 +114,8 @@ absl::StatusOr<Reply> OpsApi::SearchById(const Fields& f) const {
   CAIRN_ASSIGN_OR_RETURN(std::string table, f.Table(/*records=*/true));
   CAIRN_ASSIGN_OR_RETURN(const json* ids_field, f.Array("ids", "hash_values"));
   catalog::SearchOptions options;
+  options.deadline = f.deadline();  // issue 41: every row read checks it
+  options.max_sort_bytes = options_.max_sort_bytes;
   CAIRN_ASSIGN_OR_RETURN(options.get_attributes, f.GetAttributes());
   CAIRN_RETURN_IF_ERROR(CheckRead(f, db, table, &options.get_attributes, {}));  // U4
   catalog::RecordStore* records = node_->records.get();
@@ -132,6 +138,8 @@ absl::StatusOr<Reply> OpsApi::SearchByConditions(const Fields& f) const {
       catalog::ConditionSearch search,
       catalog::ParseConditionSearch(*conditions, f.Find("operator"), f.Find("sort")));
   catalog::SearchOptions options;
+  options.deadline = f.deadline();  // issue 41: every row read checks it
+  options.max_sort_bytes = options_.max_sort_bytes;
   CAIRN_ASSIGN_OR_RETURN(options.get_attributes, f.GetAttributes());
   CAIRN_ASSIGN_OR_RETURN(options.limit, f.Count("limit"));
   CAIRN_ASSIGN_OR_RETURN(options.offset, f.Count("offset"));
@@ -158,6 +166,8 @@ absl::StatusOr<Reply> OpsApi::SearchByValue(const Fields& f) const {
   const json* value_field = f.Find("value", "search_value");
   if (value_field == nullptr) return Fields::Required("value");
   catalog::SearchOptions options;
+  options.deadline = f.deadline();  // issue 41: every row read checks it
+  options.max_sort_bytes = options_.max_sort_bytes;
   CAIRN_ASSIGN_OR_RETURN(options.get_attributes, f.GetAttributes());
   CAIRN_ASSIGN_OR_RETURN(options.limit, f.Count("limit"));
   CAIRN_ASSIGN_OR_RETURN(options.offset, f.Count("offset"));
@@ -227,13 +237,16 @@ Reply OpsApi::StreamedArray(
           }
           return !client_gone;
         });
-        if (client_gone) return false;
+        if (client_gone) return Error(ErrorCode::kRequestTimeout, "the client left");
         if (!s.ok()) {
-          spdlog::warn("[{}] {} stopped mid-answer: {}", node_name, what, s.ToString());
-          return false;
+          if (sent_first && GetErrorCode(s) != ErrorCode::kRequestTimeout) {
+            spdlog::warn("[{}] {} stopped mid-answer: {}", node_name, what, s.ToString());
+          }
+          return s;
         }
         chunk.push_back(']');
-        return write(chunk);
+        if (!write(chunk)) return Error(ErrorCode::kRequestTimeout, "the client left");
+        return absl::OkStatus();
       };
   return reply;
 }

@@ -510,20 +510,42 @@ std::shared_ptr<grpc::ServerCredentials> Cluster::ServerCredentials() const {
   return grpc::SslServerCredentials(ssl);
 }
 
+namespace {
+
+// "ipv4:10.0.0.2:51234" -> "ipv4:10.0.0.2": a caller's address without its port, the source a
+// refusal is counted against.
+std::string SourceOf(const std::string& peer) {
+  const size_t colon = peer.rfind(':');
+  return colon == std::string::npos || colon < 5 ? peer : peer.substr(0, colon);
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> Cluster::Authenticate(const grpc::ServerContext& context) const {
+  absl::StatusOr<std::string> name = CheckCaller(context);
+  if (!name.ok()) {
+    // Issue 41: one line per source every kRefusalLogEvery, not one per call (a wrong secret
+    // retried in a loop wrote 5,000 lines in 4.4 s).
+    const std::string source = SourceOf(context.peer());
+    if (std::optional<uint64_t> also = refusals_.Event(source, absl::Now())) {
+      spdlog::warn("[{}] refused a peer call from {}: {}{}", options_.node_name, source,
+                   std::string(name.status().message()),
+                   *also == 0 ? "" : absl::StrCat(" (", *also, " more refused from there before)"));
+    }
+  }
+  return name;
+}
+
+absl::StatusOr<std::string> Cluster::CheckCaller(const grpc::ServerContext& context) const {
   if (options_.secret.empty() && !tls()) {
     // R2: nothing a caller sends is applied before it is authenticated, and without a secret
     // or TLS nothing can authenticate it. cairnd never runs so (it generates a secret); a
     // library user who forgot both gets a closed port, not an open one.
-    spdlog::warn("[{}] refused a peer call from {}: no cluster secret and no TLS configured",
-                 options_.node_name, context.peer());
     return absl::UnauthenticatedError(
         "this node has no cluster secret and no TLS: it accepts no peer (R2)");
   }
   if (!options_.secret.empty() &&
       !ConstantTimeEquals(Metadata(context, kSecretHeader), options_.secret)) {
-    spdlog::warn("[{}] refused a peer call from {}: wrong or missing cluster secret",
-                 options_.node_name, context.peer());
     return absl::UnauthenticatedError("wrong or missing cluster secret (R2)");
   }
   const std::string name = Metadata(context, kNodeHeader);
@@ -543,10 +565,9 @@ absl::StatusOr<std::string> Cluster::Authenticate(const grpc::ServerContext& con
       }
     }
     if (std::find(names.begin(), names.end(), name) == names.end()) {
-      spdlog::warn("[{}] refused a peer claiming '{}' with a certificate for [{}] (R2)",
-                   options_.node_name, name, absl::StrJoin(names, ", "));
-      return absl::PermissionDeniedError(
-          absl::StrCat("the claimed name '", name, "' is not in the client certificate (R2)"));
+      return absl::PermissionDeniedError(absl::StrCat("the claimed name '", name,
+                                                      "' is not in the client certificate [",
+                                                      absl::StrJoin(names, ", "), "] (R2)"));
     }
   }
   return name;

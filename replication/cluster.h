@@ -34,6 +34,7 @@
 #include "absl/time/time.h"
 #include "cairn/peer/v1/peer.grpc.pb.h"
 #include "catalog/local_node.h"
+#include "common/log_limiter.h"
 #include "grpcpp/server_builder.h"
 #include "replication/anti_entropy.h"
 #include "replication/clock_bound.h"
@@ -177,8 +178,14 @@ class Cluster {
   // ---- For LinkSession and the service.
   const ClusterOptions& options() const { return options_; }
   catalog::LocalNode* node() const { return node_; }
-  // Authenticates a caller (R2): the secret, then the claimed name. Returns the name.
+  // Authenticates a caller (R2): the secret, then the claimed name. Returns the name. A
+  // refusal is counted and logged at most once per kRefusalLogEvery per source address.
   absl::StatusOr<std::string> Authenticate(const grpc::ServerContext& context) const;
+  static constexpr absl::Duration kRefusalLogEvery = absl::Seconds(10);
+  // Authenticate's checks, without counting or logging.
+  absl::StatusOr<std::string> CheckCaller(const grpc::ServerContext& context) const;
+  // Peer calls refused by Authenticate, for /metrics.
+  uint64_t refused_calls() const { return refusals_.total(); }
   void AddClientMetadata(grpc::ClientContext* context) const;
   void Register(const std::shared_ptr<LinkSession>& s) ABSL_LOCKS_EXCLUDED(mu_);
   // `connected`: the session got as far as the peer's Hello (it counted as a link).
@@ -293,6 +300,7 @@ class Cluster {
   std::unique_ptr<Service> service_;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> unknown_messages_{0};
+  mutable LogLimiter refusals_{kRefusalLogEvery};  // Authenticate's, per source address
   std::atomic<uint64_t> entries_received_{0};
   std::atomic<uint64_t> entries_applied_{0};
   std::atomic<uint64_t> entries_duplicate_{0};

@@ -40,6 +40,7 @@ absl::Status ScanCheckpoint::Visit() {
     return Error(ErrorCode::kTableDropping,
                  absl::StrCat("table '", def_.QualifiedName(), "' is being dropped"));
   }
+  if (deadline_ != nullptr) return deadline_->Check();
   return absl::OkStatus();
 }
 

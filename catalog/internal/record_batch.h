@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "cairn/storage/v1/records.pb.h"
 #include "catalog/schema.h"
+#include "common/deadline.h"
 #include "common/fault.h"
 #include "nlohmann/json.hpp"
 #include "rocksdb/iterator.h"
@@ -38,16 +39,20 @@ absl::Status IteratorStatus(const rocksdb::Iterator& it);
 // SPEC C9: every scan of a generation (searches, attribute strips, purges) calls Visit() at
 // each row it reads, matching or not, so a drop's drain never waits for a scan to reach its
 // end. Visit() hits the fault point records.scan.row, then answers TABLE_DROPPING once the
-// generation's gate is closing. The check is one relaxed atomic load, so it runs at every row
-// (C9 asks for at least every 1,000).
+// generation's gate is closing, and REQUEST_TIMEOUT once a request's deadline passed or its
+// client left (issue 41). The drop check is one relaxed atomic load and the deadline's a clock
+// read, so both run at every row (C9 asks for at least every 1,000).
 class ScanCheckpoint {
  public:
-  ScanCheckpoint(const TableDef& def, FaultRegistry* faults) : def_(def), faults_(faults) {}
+  // `deadline`: the request's (issue 41); null for the node's own scans.
+  ScanCheckpoint(const TableDef& def, FaultRegistry* faults, Deadline* deadline = nullptr)
+      : def_(def), faults_(faults), deadline_(deadline) {}
   absl::Status Visit();
 
  private:
   const TableDef& def_;
   FaultRegistry* const faults_;
+  Deadline* const deadline_;
 };
 
 // The state of one record key while a batch is built: what is stored, and what the batch

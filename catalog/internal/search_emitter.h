@@ -26,7 +26,7 @@ class Emitter {
         options_(options),
         fields_(std::move(fields)),
         visit_(visit),
-        checkpoint_(def, faults) {}
+        checkpoint_(def, faults, options.deadline) {}
 
   // At every row or key a search reads, before deciding whether it matches (C9).
   absl::Status Visit() { return checkpoint_.Visit(); }

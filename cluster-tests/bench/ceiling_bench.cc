@@ -292,7 +292,7 @@ double HttpCeiling(int clients, double seconds) {
   options.worker_threads = cairn::node::HttpThreadsFor(defaults);
   options.io_threads = cairn::node::HttpIoThreadsFor(defaults);
   cairn::node::HttpServer server(
-      [](absl::string_view body, const cairn::node::Caller&) {
+      [](absl::string_view body, const cairn::node::Caller&, cairn::Deadline*) {
         cairn::node::Reply reply;
         reply.body = UpsertAnswer(body);
         return reply;

@@ -49,10 +49,18 @@ class OpsApi::Fields {
  public:
   // `caller`: who sent the request (SPEC U4); a part of a body read on its own (an attribute
   // of create_table) has an in-process caller.
-  explicit Fields(const json& body, const Caller& caller = InProcess())
-      : body_(body), caller_(caller), access_(caller) {}
+  explicit Fields(const json& body, const Caller& caller = InProcess(),
+                  Deadline* deadline = nullptr)
+      : body_(body), caller_(caller), access_(caller), deadline_(deadline) {}
 
   const Caller& caller() const { return caller_; }
+  // The request's deadline (issue 41); null: none.
+  Deadline* deadline() const { return deadline_; }
+  // OK while a write may still begin: its deadline has not passed (no deadline: always). A
+  // write received whole is applied whether or not its client still waits for the answer.
+  absl::Status CheckWriteDeadline() const {
+    return deadline_ != nullptr ? deadline_->CheckTime() : absl::OkStatus();
+  }
   // The whole request body (an object).
   const json* Body() const { return &body_; }
   // The caller's role enforced on this request (U4).
@@ -191,6 +199,7 @@ class OpsApi::Fields {
   const json& body_;
   const Caller& caller_;
   const Access access_;
+  Deadline* const deadline_;
 };
 
 }  // namespace cairn::node

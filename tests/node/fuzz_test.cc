@@ -9,6 +9,7 @@
 #include <random>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "catalog/local_node.h"
 #include "node/authenticator.h"
@@ -30,10 +31,40 @@ uint64_t Inputs(uint64_t fallback) {
 }
 
 // Valid operations on a small world of names, so that mutations reach deep paths.
+// Issue 41's shapes of search_by_conditions at and past their limits: deep groups, a long
+// pattern, a wide `or`, a sort chain, a per-request deadline.
+std::vector<json> BoundedWorkCorpus() {
+  json deep =
+      json::array({{{"search_attribute", "qty"}, {"search_type", "gt"}, {"search_value", 0}}});
+  for (int i = 0; i < 17; ++i) deep = json::array({{{"operator", "or"}, {"conditions", deep}}});
+  json wide = json::array();
+  for (int i = 0; i < 40; ++i) {
+    wide.push_back(
+        {{"search_attribute", "qty"}, {"search_type", "greater_than"}, {"search_value", -i}});
+  }
+  json sort = nullptr;
+  for (int i = 0; i < 10; ++i) sort = {{"attribute", i % 2 == 0 ? "name" : "qty"}, {"next", sort}};
+  auto search = [](json conditions, const json& extra) {
+    json op = {{"operation", "search_by_conditions"},
+               {"database", "d"},
+               {"table", "t"},
+               {"conditions", std::move(conditions)}};
+    op.update(extra);
+    return op;
+  };
+  const json contains = json::array({{{"search_attribute", "name"},
+                                      {"search_type", "contains"},
+                                      {"search_value", std::string(4100, 'a')}}});
+  return {search(deep, json::object()), search(wide, {{"operator", "or"}}),
+          search(contains, json::object()), search(wide, {{"operator", "or"}, {"sort", sort}}),
+          search(wide, {{"timeout_ms", 1}})};
+}
+
 std::vector<json> Corpus() {
   const json records = json::array(
       {{{"id", 1}, {"name", "a"}, {"qty", 2}}, {{"id", "k"}, {"name", "b"}, {"tags", {"x", "y"}}}});
-  return {
+  std::vector<json> bounded = BoundedWorkCorpus();
+  std::vector<json> corpus = {
       {{"operation", "create_table"}, {"database", "d"}, {"table", "t"}, {"primary_key", "id"}},
       {{"operation", "create_table"},
        {"database", "d"},
@@ -97,6 +128,8 @@ std::vector<json> Corpus() {
       {{"operation", "create_authentication_tokens"}, {"username", "u"}, {"password", "p"}},
       {{"operation", "refresh_operation_token"}, {"refresh_token", "a.b.c"}},
   };  // No cluster operations: this node has no cluster (they answer 500 "no cluster").
+  corpus.insert(corpus.end(), bounded.begin(), bounded.end());
+  return corpus;
 }
 
 class Mutator {
@@ -293,11 +326,13 @@ TEST_F(FuzzTest, OperationsNeverCrashOrAnswer5xx) {
     node::Reply r = api_->Handle(body);
     if (r.stream) {
       uint64_t bytes = 0;
-      const bool complete = r.stream([&bytes](absl::string_view piece) {
+      const absl::Status done = r.stream([&bytes](absl::string_view piece) {
         bytes += piece.size();
         return true;
       });
-      EXPECT_TRUE(complete) << "input " << i << ": " << absl::CHexEscape(body);
+      // A sort over its bytes ends as a 400 would; never as a server's error.
+      EXPECT_TRUE(done.ok() || node::ErrorReply(done).status < 500)
+          << "input " << i << ": " << absl::CHexEscape(body) << " -> " << done;
     }
     ++statuses[r.status];
     ASSERT_LT(r.status, 500) << "seed " << seed << " input " << i << ": " << absl::CHexEscape(body)
@@ -322,6 +357,9 @@ TEST_F(FuzzTest, RequestsNeverCrashOrAnswer5xx) {
   options.listen = {"127.0.0.1", 0};
   options.authenticator = auth_.get();
   options.worker_threads = 4;
+  // Thousands of wrong passwords for one user: the login guard would make them wait their
+  // turn (issue 41), which this test is not about.
+  options.free_login_failures = 1 << 20;
   node::HttpServer server(api_.get(), &metrics, options);
   auto bound = server.Start();
   ASSERT_OK(bound);
@@ -339,6 +377,9 @@ TEST_F(FuzzTest, RequestsNeverCrashOrAnswer5xx) {
       const RawConnection::Response r = c.Read(absl::Seconds(15));
       if (r.status == 0) break;
       ++statuses[r.status];
+      // This client half-closes after its request, which the node takes for leaving: a
+      // search may then stop with 503 REQUEST_TIMEOUT (decision 124). No other 5xx.
+      if (r.status == 503 && absl::StrContains(r.body, "REQUEST_TIMEOUT")) continue;
       ASSERT_LT(r.status, 500) << "seed " << seed << " input " << i << ": "
                                << absl::CHexEscape(request) << " -> " << r.head << r.body;
     }

@@ -82,7 +82,7 @@ bool ReadMore(int fd, std::string* out, absl::Time deadline) {
 
 }  // namespace
 
-RawConnection::Response RawConnection::Read(absl::Duration timeout) {
+RawConnection::Response RawConnection::Read(absl::Duration timeout, bool head_only) {
   const absl::Time deadline = absl::Now() + timeout;
   Response r;
   for (;;) {
@@ -103,6 +103,10 @@ RawConnection::Response RawConnection::Read(absl::Duration timeout) {
         if (absl::ConsumePrefix(&line, "content-length:")) {
           by_length = absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &length);
         }
+      }
+      if (head_only) {
+        by_length = true;
+        length = 0;
       }
       const bool chunked = absl::StrContains(lower, "transfer-encoding: chunked");
       bool complete = false;

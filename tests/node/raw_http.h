@@ -34,12 +34,13 @@ class RawConnection {
   void Close();
 
   // Reads until `buffer` holds one complete response (by Content-Length or the closing
-  // chunk), the peer closes, or `timeout` passes. Leftover bytes stay buffered for the next.
+  // chunk; with `head_only`, the answer to a HEAD: its head alone), the peer closes, or
+  // `timeout` passes. Leftover bytes stay buffered for the next.
   struct Response {
     int status = 0;  // 0: none (closed, reset or timed out first)
     std::string head, body;
   };
-  Response Read(absl::Duration timeout = absl::Seconds(10));
+  Response Read(absl::Duration timeout = absl::Seconds(10), bool head_only = false);
   // True when the server closed (or reset) the connection within `timeout`; bytes it sent
   // first are discarded.
   bool ClosedWithin(absl::Duration timeout);

@@ -1,0 +1,219 @@
+// Issue 41: every request's work is bounded (node/http_server.h guarantees 8 and 9). A real
+// cairnd, driven as a logged-in client that wants to tie the node up would drive it: a search
+// that runs past its deadline or outlives its client, readers that never read, a HEAD.
+#include <sys/ioctl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "cairn/peer/v1/peer.grpc.pb.h"
+#include "cluster-tests/harness/cairnd_process.h"
+#include "grpcpp/grpcpp.h"
+#include "tests/node/raw_http.h"
+#include "tests/testing/testing.h"
+
+namespace cairn::testing {
+namespace {
+
+using ::cairn::harness::CairndOptions;
+using ::cairn::harness::CairndProcess;
+using ::cairn::harness::HttpAnswer;
+using nlohmann::json;
+
+constexpr char kScanRow[] = "records.scan.row";
+
+class BoundedWorkTest : public ::testing::Test {
+ protected:
+  void StartNode(std::vector<std::string> args = {}) {
+    CairndOptions o;
+    o.data_dir = dir_.Sub("n1");
+    o.args = {"--enable-test-hooks"};
+    o.args.insert(o.args.end(), args.begin(), args.end());
+    auto node = CairndProcess::Start(o);
+    ASSERT_OK(node);
+    node_ = std::move(*node);
+    Ok({{"operation", "create_table"}, {"database", "d"}, {"table", "t"}, {"primary_key", "id"}});
+  }
+
+  json Ok(const json& op) {
+    HttpAnswer a = node_->Post(op);
+    EXPECT_EQ(a.status, 200) << op.dump() << " -> " << a.body;
+    return a.json;
+  }
+
+  // `rows` rows with a `v` of `value_bytes` bytes, in batches under the body limit.
+  void Fill(int rows, size_t value_bytes) {
+    const int batch = std::max<int>(1, static_cast<int>((1 << 20) / (value_bytes + 64)));
+    for (int start = 0; start < rows; start += batch) {
+      json records = json::array();
+      for (int id = start; id < std::min(rows, start + batch); ++id) {
+        records.push_back({{"id", id}, {"v", std::string(value_bytes, 'a' + id % 26)}});
+      }
+      Ok({{"operation", "insert"}, {"database", "d"}, {"table", "t"}, {"records", records}});
+    }
+  }
+
+  // A search that reads every index entry of `v` and matches none.
+  static json SearchNothing() {
+    return {{"operation", "search_by_conditions"},
+            {"database", "d"},
+            {"table", "t"},
+            {"conditions",
+             {{{"search_attribute", "v"},
+               {"search_type", "contains"},
+               {"search_value", "no such text"}}}}};
+  }
+
+  int64_t Hits(const std::string& point) {
+    HttpAnswer a = node_->Post({{"operation", "fault_hits"}, {"name", point}});
+    return a.status == 200 ? a.json.value("hits", int64_t{0}) : -1;
+  }
+
+  double Metric(const std::string& name) {
+    const std::string text = node_->Get("/metrics").body;
+    for (absl::string_view line : absl::StrSplit(text, '\n')) {
+      if (absl::ConsumePrefix(&line, name + " ")) {
+        double v = 0;
+        if (absl::SimpleAtod(line, &v)) return v;
+      }
+    }
+    return -1;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<CairndProcess> node_;
+};
+
+// Point 2: an operation stops at its deadline, here the request's own `timeout_ms`; a search
+// that has sent nothing yet answers 503 REQUEST_TIMEOUT (on the parent commit it read all
+// 100 entries and answered 200 five seconds later). A `timeout_ms` beyond the node's
+// --operation-timeout is refused.
+TEST_F(BoundedWorkTest, Issue41_AnOperationStopsAtItsDeadline) {
+  ASSERT_NO_FATAL_FAILURE(StartNode({"--operation-timeout", "30s"}));
+  Fill(100, 8);
+  Ok({{"operation", "set_fault"}, {"fault", absl::StrCat(kScanRow, "=delay:50ms")}});
+  json op = SearchNothing();
+  op["timeout_ms"] = 300;
+  HttpAnswer a = node_->Post(op);
+  EXPECT_EQ(a.status, 503) << a.body;
+  EXPECT_EQ(a.json.value("code", ""), "REQUEST_TIMEOUT") << a.body;
+  EXPECT_LT(Hits(kScanRow), 100) << "the search read on past its deadline";
+  AssertEventually([&] { ASSERT_GE(Metric("cairn_http_operations_cancelled_total"), 1); },
+                   absl::Seconds(10));
+  op["timeout_ms"] = 31'000;
+  EXPECT_EQ(node_->Post(op).status, 400);
+  op["timeout_ms"] = "1s";
+  EXPECT_EQ(node_->Post(op).status, 400);
+}
+
+// Point 2: a search that finds nothing notices that its client left (on the parent commit it
+// read on for the whole table: 9 s of CPU after a disconnect in the review's case).
+TEST_F(BoundedWorkTest, Issue41_ASearchStopsWhenItsClientLeaves) {
+  ASSERT_NO_FATAL_FAILURE(StartNode());
+  Fill(1000, 8);
+  Ok({{"operation", "set_fault"}, {"fault", absl::StrCat(kScanRow, "=delay:20ms")}});
+  {
+    RawConnection c(node_->port());
+    ASSERT_TRUE(c.Send(PostRequest(SearchNothing().dump())));
+    AssertEventually([&] { ASSERT_GE(Hits(kScanRow), 5); }, absl::Seconds(30));
+  }  // the client leaves
+  AssertEventually([&] { ASSERT_GE(Metric("cairn_http_operations_cancelled_total"), 1); },
+                   absl::Seconds(10));
+  EXPECT_LT(Hits(kScanRow), 1000);
+}
+
+// Point 3: clients that start a large streamed search and never read hold no worker: with two
+// workers and eight such readers, describe_all and an insert from another client are still
+// answered (on the parent commit both waited for the readers' write timeout, 10 s).
+TEST_F(BoundedWorkTest, Issue41_SlowReadersDoNotHoldTheWorkers) {
+  ASSERT_NO_FATAL_FAILURE(StartNode({"--http-threads", "2"}));
+  Fill(2000, 10 << 10);  // 20 MB: more than the socket buffers and the stream's queue hold
+  const std::string everything = json{
+      {"operation", "search_by_value"},
+      {"database", "d"},
+      {"table", "t"},
+      {"attribute", "id"},
+      {"value", "*"}}.dump();
+  std::vector<RawConnection> readers;
+  for (int i = 0; i < 8; ++i) {
+    readers.emplace_back(node_->port());
+    ASSERT_TRUE(readers.back().ok());
+    ASSERT_TRUE(readers.back().Send(PostRequest(everything)));
+  }
+  // Every stream has filled its socket: its producer now waits on a reader that never reads.
+  for (RawConnection& r : readers) {
+    AssertEventually(
+        [&] {
+          int queued = 0;
+          ASSERT_EQ(ioctl(r.fd(), FIONREAD, &queued), 0);
+          ASSERT_GE(queued, 64 << 10);
+        },
+        absl::Seconds(30));
+  }
+  RawConnection other(node_->port());
+  ASSERT_TRUE(other.Send(PostRequest(json{{"operation", "describe_all"}}.dump())));
+  EXPECT_EQ(other.Read(absl::Seconds(5)).status, 200) << "describe_all waited for the readers";
+  ASSERT_TRUE(other.Send(PostRequest(json{
+      {"operation", "upsert"}, {"database", "d"}, {"table", "t"}, {"records", {{{"id", 5000}}}}}
+                                         .dump())));
+  EXPECT_EQ(other.Read(absl::Seconds(5)).status, 200) << "an upsert waited for the readers";
+}
+
+// Point 10: HEAD is GET without the body (RFC 9110 §9.3.2), and the connection goes on (on
+// the parent commit its answer carried a body, which the client read as the next answer).
+TEST_F(BoundedWorkTest, Issue41_HeadAnswersWithoutABody) {
+  ASSERT_NO_FATAL_FAILURE(StartNode());
+  RawConnection c(node_->port());
+  ASSERT_TRUE(c.Send("HEAD /health HTTP/1.1\r\nHost: cairn\r\n\r\n"));
+  RawConnection::Response head = c.Read(absl::Seconds(10), /*head_only=*/true);
+  EXPECT_EQ(head.status, 200);
+  EXPECT_TRUE(absl::StrContains(absl::AsciiStrToLower(head.head), "content-length:")) << head.head;
+  ASSERT_TRUE(c.Send("GET /health HTTP/1.1\r\nHost: cairn\r\n\r\n"));
+  RawConnection::Response get = c.Read();
+  EXPECT_EQ(get.status, 200);
+  EXPECT_TRUE(absl::StrContains(get.body, "\"ok\"")) << get.head << get.body;
+  // HEAD of what is not there: the refusal's head, no body, and the next answer reads whole.
+  ASSERT_TRUE(c.Send("HEAD /nothing HTTP/1.1\r\nHost: cairn\r\n\r\n"));
+  EXPECT_EQ(c.Read(absl::Seconds(10), /*head_only=*/true).status, 400);
+  ASSERT_TRUE(c.Send("GET /health HTTP/1.1\r\nHost: cairn\r\n\r\n"));
+  EXPECT_EQ(c.Read().status, 200);
+}
+
+// Point 8: refused calls to the peer port are logged at most once per source every 10 s and
+// counted (on the parent commit each wrote a line: 5,000 lines in 4.4 s).
+TEST_F(BoundedWorkTest, Issue41_RefusedPeerCallsAreRateLimitedAndCounted) {
+  ASSERT_NO_FATAL_FAILURE(StartNode());
+  auto client = peer::v1::Peer::NewStub(
+      grpc::CreateChannel(node_->peer_address(), grpc::InsecureChannelCredentials()));
+  constexpr int kCalls = 200;
+  for (int i = 0; i < kCalls; ++i) {
+    peer::v1::ForwardRequest request;
+    request.mutable_drop_table()->set_database("d");
+    request.mutable_drop_table()->set_table("t");
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    context.AddMetadata("cairn-node", "anyone");
+    peer::v1::ForwardResponse response;
+    ASSERT_EQ(client->Forward(&context, request, &response).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+  }
+  const std::string log = node_->log();
+  size_t lines = 0;
+  for (size_t at = log.find("refused a peer call"); at != std::string::npos;
+       at = log.find("refused a peer call", at + 1)) {
+    ++lines;
+  }
+  EXPECT_GE(lines, 1u);
+  EXPECT_LE(lines, 2u) << "one line per source every 10 s";
+  EXPECT_GE(Metric("cairn_peer_refused_calls_total"), kCalls);
+}
+
+}  // namespace
+}  // namespace cairn::testing
