@@ -136,6 +136,10 @@ void HttpServer::Impl::AddMetrics() {
   m->AddExternal({"cairn_http_connections_refused_total",
                   "Connections refused over --max-connections or --max-connections-per-client",
                   "counter", [s] { return static_cast<double>(s->refused_connections.load()); }});
+  m->AddExternal({"cairn_http_connections_evicted_total",
+                  "Connections that had passed no credential check, closed near "
+                  "--max-connections to admit another",
+                  "counter", [s] { return static_cast<double>(s->evicted_connections.load()); }});
   m->AddExternal({"cairn_http_timeouts_total",
                   "Connections closed because a request or an idle connection timed out", "counter",
                   [s] { return static_cast<double>(s->timeouts.load()); }});
@@ -181,10 +185,12 @@ void HttpServer::Impl::Accepted(tcp::socket socket) {
   if (ec) return;  // already gone
   socket.set_option(tcp::no_delay(true), ec);
   std::string address = remote.address().to_string();
+  std::string client = http_internal::ClientKey(remote.address());
   if (shared_->draining.load()) return;  // the socket closes with this scope
   // Guarantee 2: over a cap, refused at once. On plain HTTP the client hears why (one small
   // non-blocking write into an empty socket buffer); on HTTPS it would take a handshake.
-  if (!shared_->Admit(address, max_connections_)) {
+  const http_internal::HttpShared::Admission admission = shared_->Admit(client, max_connections_);
+  if (admission == http_internal::HttpShared::Admission::kRefused) {
     ++shared_->refused_connections;
     if (tls_ == nullptr) {
       static const std::string kRefusal = [] {
@@ -202,7 +208,9 @@ void HttpServer::Impl::Accepted(tcp::socket socket) {
     }
     return;
   }
-  http_internal::StartSession(shared_, std::move(socket), std::move(address), tls_.get());
+  http_internal::StartSession(shared_, std::move(socket), std::move(address), std::move(client),
+                              admission == http_internal::HttpShared::Admission::kHealthOnly,
+                              tls_.get());
 }
 
 void HttpServer::Impl::Stop() {

@@ -6,8 +6,10 @@
 //  1. Threads do not grow with connections: `io_threads` run every socket (an idle or slow
 //     connection holds no thread), `worker_threads` run operations (RocksDB never runs on an
 //     I/O thread).
-//  2. Connections are capped in total and per client address; the excess is refused at once
-//     (503 on plain HTTP, a close on HTTPS), never queued.
+//  2. Connections are capped in total and per client (an IPv4 address, an IPv6 /64); the
+//     excess is refused at once (503 on plain HTTP, a close on HTTPS), never queued. Near the
+//     total cap the longest-waiting connection that never passed a credential check is closed
+//     to admit the newcomer, and the last slots serve /health and /metrics only (decision 129).
 //  3. A request has one deadline from its first byte to its last (`request_timeout`); a
 //     connection between requests closes after `idle_timeout`. A trickle cannot hold a slot.
 //  4. Credentials are checked from the headers before the body is read: a request without them

@@ -151,16 +151,19 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
  public:
   static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
 
-  Session(std::shared_ptr<HttpShared> shared, Stream stream, std::string address)
+  Session(std::shared_ptr<HttpShared> shared, Stream stream, std::string address,
+          std::string client, bool health_only)
       : shared_(std::move(shared)),
         opt_(shared_->options),
         stream_(std::move(stream)),
         timer_(stream_.get_executor()),
-        address_(std::move(address)) {}
+        address_(std::move(address)),
+        client_(std::move(client)),
+        health_only_(health_only) {}
 
   ~Session() override {
     shared_->Unregister(this);
-    shared_->Release(address_);
+    shared_->Release(client_, waiting_since_ns.load() == kEvicted);
   }
 
   // Starts on the connection's own strand (the caller runs on the acceptor's), so that a
@@ -181,6 +184,12 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   }
 
   std::shared_ptr<Connection> Pin() override { return this->weak_from_this().lock(); }
+
+  void Evict() override {
+    net::post(stream_.get_executor(), [self = Self()] {
+      if (!self->busy_) self->CloseNow();
+    });
+  }
 
   void Cancel() override {
     net::post(stream_.get_executor(), [self = Self()] {
@@ -209,6 +218,13 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     if (closed_) return;
     if (shared_->draining.load()) return CloseNow();
     busy_ = false;
+    // Waiting for a request from now (from its accept, for the first): evictable while it
+    // has passed no credential check (HttpShared::Admit).
+    int64_t since = 0;
+    if (!waiting_since_ns.compare_exchange_strong(since, absl::ToUnixNanos(absl::Now())) &&
+        since == kEvicted) {
+      return CloseNow();
+    }
     NewParser();
     if (buffer_.size() > 0) return ReadHeader();  // a pipelined request is already here
     // Guarantee 3: an idle connection closes after idle_timeout.
@@ -232,6 +248,11 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
 
   void OnHeader(beast::error_code ec) {
     if (closed_) return;
+    // Its slot was given to another connection while the headers arrived (HttpShared::Admit).
+    if (waiting_since_ns.exchange(0) == kEvicted) {
+      waiting_since_ns.store(kEvicted);  // the slot is released once, by Admit
+      return CloseNow();
+    }
     busy_ = true;
     if (ec == http::error::header_limit) {
       return Refuse(Error(ErrorCode::kHeaderTooLarge,
@@ -285,19 +306,26 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
         }
         Reply ok;
         ok.body = nlohmann::json{{"status", "ok"}, {"node_name", opt_.node_name}}.dump();
-        return Respond(ok, false);
+        return Respond(ok, /*close=*/health_only_);  // a kept slot serves one request
       }
       operation_ = "metrics";
       auto serve_metrics = [this] {
         Reply metrics;
         metrics.body = shared_->metrics->RenderPrometheus();
-        Respond(metrics, false, "text/plain; version=0.0.4");
+        Respond(metrics, /*close=*/health_only_, "text/plain; version=0.0.4");
       };
       if (opt_.metrics_require_auth && !CheckCredentials(req[http::field::authorization],
                                                          /*token_request=*/false, serve_metrics)) {
         return;
       }
       return serve_metrics();
+    }
+    if (health_only_) {
+      // Admitted into a slot kept for monitoring (HttpShared::Admission::kHealthOnly).
+      return Refuse(Error(ErrorCode::kTooManyConnections,
+                          "too many connections (--max-connections): only /health and /metrics "
+                          "are answered"),
+                    has_body ? opt_.header_limit : 0, /*close=*/true);
     }
     if (req.method() != http::verb::post || target != "/") {
       return Refuse(Error(ErrorCode::kBadRequest,
@@ -375,6 +403,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       caller_ = Caller();
       caller_.kind = Caller::Kind::kOpen;
       caller_.address = address_;
+      proven.store(true);
       return true;
     }
     std::optional<absl::StatusOr<Caller>> quick = shared_->auth->Quick(Sv(header));
@@ -402,11 +431,11 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
                   LoginGuard& logins = self->shared_->logins;
                   absl::Duration delay;
                   if (!result.ok()) {
-                    delay = logins.Failed(self->address_, claimed, absl::Now(), /*reserved=*/true);
+                    delay = logins.Failed(self->client_, claimed, absl::Now(), /*reserved=*/true);
                   } else if (result->verified_password) {
-                    logins.Succeeded(self->address_, claimed, /*reserved=*/true);
+                    logins.Succeeded(self->client_, claimed, /*reserved=*/true);
                   } else {
-                    logins.Released(self->address_, claimed);
+                    logins.Released(self->client_, claimed);
                   }
                   net::post(self->stream_.get_executor(), [self, result = std::move(result), delay,
                                                            then = std::move(then)]() mutable {
@@ -416,7 +445,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
                 });
     };
     const std::optional<absl::Duration> wait =
-        shared_->logins.Reserve(address_, claimed, absl::Now());
+        shared_->logins.Reserve(client_, claimed, absl::Now());
     if (!wait.has_value()) {
       RefuseLogins();
       return false;
@@ -428,7 +457,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     timer_.expires_after(Chrono(*wait));
     timer_.async_wait(
         [self = Self(), claimed, hash = std::move(hash)](beast::error_code ec) mutable {
-          if (ec || self->closed_) return self->shared_->logins.Released(self->address_, claimed);
+          if (ec || self->closed_) return self->shared_->logins.Released(self->client_, claimed);
           hash();
         });
     return false;
@@ -451,6 +480,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     if (result.ok()) {
       caller_ = *std::move(result);
       caller_.address = address_;
+      proven.store(true);
       return true;
     }
     if (token_request) {
@@ -459,7 +489,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       caller_ = Caller();
       caller_.kind = Caller::Kind::kAnonymous;
       caller_.address = address_;
-      const std::optional<absl::Duration> wait = shared_->logins.Reserve(address_, "", absl::Now());
+      const std::optional<absl::Duration> wait = shared_->logins.Reserve(client_, "", absl::Now());
       if (!wait.has_value()) {
         RefuseLogins();
         return false;
@@ -481,7 +511,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
         counted.has_value()
             ? *counted
             : shared_->logins.Failed(
-                  address_,
+                  client_,
                   Authenticator::ClaimedUser(Sv(parser_->get()[http::field::authorization])),
                   absl::Now());
     Reply reply = ErrorReply(auth);
@@ -545,13 +575,13 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     if (anonymous_reserved_) {
       anonymous_reserved_ = false;
       if (status == 200) {
-        logins.Succeeded(address_, "", /*reserved=*/true);
+        logins.Succeeded(client_, "", /*reserved=*/true);
         return absl::ZeroDuration();
       }
-      logins.Released(address_, "");
+      logins.Released(client_, "");
     }
     if (status != 401) return absl::ZeroDuration();
-    return logins.Failed(address_, caller_.Who(), absl::Now());
+    return logins.Failed(client_, caller_.Who(), absl::Now());
   }
 
   // On a worker, which owns the connection until it hands it back to the strand (nothing else
@@ -685,6 +715,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       caller_ = **std::move(quick);
     }
     caller_.address = address_;
+    proven.store(true);
     http10_ = req.version() < 11;
     keep_alive_ = req.keep_alive();
     return true;
@@ -940,8 +971,10 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   const std::shared_ptr<HttpShared> shared_;
   const HttpServerOptions& opt_;
   Stream stream_;
-  net::steady_timer timer_;  // delays a refused login (LoginGuard)
-  const std::string address_;
+  net::steady_timer timer_;    // delays a refused login (LoginGuard)
+  const std::string address_;  // the client's address, for logs and audit
+  const std::string client_;   // its ClientKey: the connection caps and the login guard count this
+  const bool health_only_;     // HttpShared::Admission::kHealthOnly
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::string out_;  // the bytes being written; kept alive until the write completes
@@ -975,16 +1008,17 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
 }  // namespace
 
 void StartSession(std::shared_ptr<HttpShared> shared, net::ip::tcp::socket socket,
-                  std::string address, net::ssl::context* tls) {
+                  std::string address, std::string client, bool health_only,
+                  net::ssl::context* tls) {
   beast::tcp_stream tcp(std::move(socket));
   if (tls == nullptr) {
     std::make_shared<Session<beast::tcp_stream>>(std::move(shared), std::move(tcp),
-                                                 std::move(address))
+                                                 std::move(address), std::move(client), health_only)
         ->Run();
   } else {
     using TlsStream = beast::ssl_stream<beast::tcp_stream>;
     std::make_shared<Session<TlsStream>>(std::move(shared), TlsStream(std::move(tcp), *tls),
-                                         std::move(address))
+                                         std::move(address), std::move(client), health_only)
         ->Run();
   }
 }
@@ -999,20 +1033,65 @@ HttpShared::HttpShared(OperationHandler h, Metrics* m, HttpServerOptions o)
       hashers(static_cast<size_t>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 4))),
       streamers(kStreamThreads) {}
 
-bool HttpShared::Admit(const std::string& address, int max_total) {
-  absl::MutexLock lock(&mu);
-  if (connections_ >= max_total) return false;
-  int& n = per_client_[address];
-  if (n >= options.max_connections_per_client) return false;
-  ++n;
-  ++connections_;
-  return true;
+std::string ClientKey(const net::ip::address& address) {
+  if (address.is_v4()) return address.to_string();
+  const net::ip::address_v6 v6 = address.to_v6();
+  if (v6.is_v4_mapped()) return net::ip::make_address_v4(net::ip::v4_mapped, v6).to_string();
+  net::ip::address_v6::bytes_type bytes = v6.to_bytes();
+  std::fill(bytes.begin() + 8, bytes.end(), 0);
+  return absl::StrCat(net::ip::address_v6(bytes).to_string(), "/64");
 }
 
-void HttpShared::Release(const std::string& address) {
-  absl::MutexLock lock(&mu);
+HttpShared::Admission HttpShared::Admit(const std::string& client, int max_total) {
+  std::shared_ptr<Connection> evicted;
+  Admission admission = Admission::kAdmitted;
+  {
+    absl::MutexLock lock(&mu);
+    auto it = per_client_.find(client);
+    if (it != per_client_.end() && it->second >= options.max_connections_per_client) {
+      return Admission::kRefused;
+    }
+    const int open_slots = max_total - ReservedSlots(max_total);
+    if (connections_ >= open_slots) evicted = TakeOverLongestWaiting();
+    if (connections_ >= max_total) return Admission::kRefused;
+    if (connections_ >= open_slots) admission = Admission::kHealthOnly;
+    ++per_client_[client];
+    ++connections_;
+  }
+  if (evicted != nullptr) {
+    ++evicted_connections;
+    evicted->Evict();
+  }
+  return admission;
+}
+
+std::shared_ptr<Connection> HttpShared::TakeOverLongestWaiting() {
+  // A linear pass, only near the cap: at most max_connections entries, a few microseconds.
+  Connection* oldest = nullptr;
+  int64_t oldest_since = 0;
+  for (Connection* c : registered_) {
+    const int64_t since = c->waiting_since_ns.load();
+    if (since <= 0 || c->proven.load()) continue;
+    if (oldest == nullptr || since < oldest_since) {
+      oldest = c;
+      oldest_since = since;
+    }
+  }
+  if (oldest == nullptr) return nullptr;
+  std::shared_ptr<Connection> pinned = oldest->Pin();
+  // A request of it started since the pass (the swap fails): it is left alone.
+  if (pinned == nullptr ||
+      !oldest->waiting_since_ns.compare_exchange_strong(oldest_since, Connection::kEvicted)) {
+    return nullptr;
+  }
   --connections_;
-  auto it = per_client_.find(address);
+  return pinned;
+}
+
+void HttpShared::Release(const std::string& client, bool taken_over) {
+  absl::MutexLock lock(&mu);
+  if (!taken_over) --connections_;
+  auto it = per_client_.find(client);
   if (it != per_client_.end() && --it->second <= 0) per_client_.erase(it);
 }
 

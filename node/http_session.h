@@ -7,6 +7,7 @@
 // Lock order: HttpShared::mu, then ReplyStream::mu_ (never held together today).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -28,7 +29,13 @@
 
 namespace cairn::node::http_internal {
 
-// A connection as the registry sees it: something Stop() can close.
+// Who a connection counts against for --max-connections-per-client and the login guard: an
+// IPv4 address (an IPv4-mapped IPv6 one as IPv4), or an IPv6 address's /64 prefix, the block
+// one host or one customer is given (RFC 6177): counting IPv6 addresses one by one would give
+// a client 2^64 of them.
+std::string ClientKey(const boost::asio::ip::address& address);
+
+// A connection as the registry sees it: something Stop() can close and Admit can evict.
 class Connection {
  public:
   virtual ~Connection() = default;
@@ -37,6 +44,19 @@ class Connection {
   // From any thread (on a pinned connection): closes it if it waits for a request; one whose
   // operation runs or whose answer is on its way closes after it.
   virtual void Cancel() = 0;
+  // From any thread (on a pinned connection that HttpShared::Admit marked kEvicted): closes it
+  // unless a request of it is already under way (which then closes it: see waiting_since_ns).
+  virtual void Evict() = 0;
+
+  // What HttpShared::Admit reads (under its lock) to choose whom to evict; written by the
+  // connection. `proven`: a request on it passed the credential check. `waiting_since_ns`:
+  // since when it waits for a request's first byte or is reading its headers (accept time for
+  // the first); 0 while a request is under way; kEvicted once Admit took its slot (set by
+  // compare-and-swap from the value Admit saw, so a request cannot start unseen: the
+  // connection swaps it to 0 when a request's headers are in and closes if it finds kEvicted).
+  static constexpr int64_t kEvicted = -1;
+  std::atomic<bool> proven{false};
+  std::atomic<int64_t> waiting_since_ns{absl::ToUnixNanos(absl::Now())};
 };
 
 struct HttpShared {
@@ -67,6 +87,7 @@ struct HttpShared {
   std::atomic<uint64_t> malformed{0};             // refused by the parser or the framing rules
   std::atomic<uint64_t> internal_errors{0};       // exceptions out of an operation (500)
   std::atomic<uint64_t> cancelled_operations{0};  // stopped by their deadline (guarantee 8)
+  std::atomic<uint64_t> evicted_connections{0};   // closed to admit another (guarantee 2)
 
   // An operation stopped by its deadline or its client's leaving: counted, and logged at most
   // once per kCancelLogEvery for the whole server (a client can cause any number of them).
@@ -75,11 +96,20 @@ struct HttpShared {
   std::atomic<int64_t> last_cancel_log_ns{0};
   std::atomic<uint64_t> unlogged_cancels{0};
 
-  // Admission (guarantee 2). Admit counts the connection when under both caps (`max_total`:
-  // the total cap the process can hold, options.max_connections or less); Release undoes it.
-  // Register/Unregister keep the set Stop() closes.
-  bool Admit(const std::string& address, int max_total) ABSL_LOCKS_EXCLUDED(mu);
-  void Release(const std::string& address) ABSL_LOCKS_EXCLUDED(mu);
+  // Admission (guarantee 2), for a connection from `client` (ClientKey) when `max_total`
+  // connections are the most the process can hold (options.max_connections or less).
+  //  - Over the client's cap (options.max_connections_per_client): kRefused.
+  //  - Within the last ReservedSlots(max_total) slots, the longest-waiting connection that
+  //    has never passed a credential check is evicted and its slot given to this one.
+  //  - Otherwise, when the reserved slots are all that is left, kHealthOnly: the connection
+  //    may ask for /health or /metrics, once (so monitoring reaches a node whose every slot
+  //    is held by authenticated clients); kRefused when they are taken too.
+  // Release undoes an admission; `taken_over`: the connection was evicted, its slot already
+  // handed on. Register/Unregister keep the set Stop() closes and Admit evicts from.
+  enum class Admission { kRefused, kAdmitted, kHealthOnly };
+  static int ReservedSlots(int max_total) { return std::clamp(max_total / 64, 1, 8); }
+  Admission Admit(const std::string& client, int max_total) ABSL_LOCKS_EXCLUDED(mu);
+  void Release(const std::string& client, bool taken_over) ABSL_LOCKS_EXCLUDED(mu);
   void Register(Connection* c) ABSL_LOCKS_EXCLUDED(mu);
   void Unregister(Connection* c) ABSL_LOCKS_EXCLUDED(mu);
   // Cancels every registered connection. The connections are pinned under the lock and
@@ -91,6 +121,10 @@ struct HttpShared {
   std::atomic<int> running{0};
 
  private:
+  // The registered connection that has waited longest without passing a credential check,
+  // marked kEvicted and its slot released; null when there is none.
+  std::shared_ptr<Connection> TakeOverLongestWaiting() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+
   mutable absl::Mutex mu;
   int connections_ ABSL_GUARDED_BY(mu) = 0;
   absl::flat_hash_map<std::string, int> per_client_ ABSL_GUARDED_BY(mu);
@@ -98,9 +132,11 @@ struct HttpShared {
 };
 
 // Serves one accepted, admitted connection until it closes; `tls` null for plain HTTP. The
-// session releases its admission when it ends.
+// session releases its admission when it ends. `address` names the client in logs and audit;
+// `client` is its ClientKey; `health_only`: admitted as HttpShared::Admission::kHealthOnly.
 void StartSession(std::shared_ptr<HttpShared> shared, boost::asio::ip::tcp::socket socket,
-                  std::string address, boost::asio::ssl::context* tls);
+                  std::string address, std::string client, bool health_only,
+                  boost::asio::ssl::context* tls);
 
 // A streamed answer between the thread producing it and the connection sending it. The
 // producer blocks while kMaxQueued bytes wait to be sent (so a slow reader costs bounded

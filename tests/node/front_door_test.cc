@@ -310,32 +310,66 @@ TEST_F(FrontDoorTest, AHandedBackRequestGetsItsOwnDeadline) {
   EXPECT_EQ(c.Read().status, 200);
 }
 
-// Guarantee 2: over a cap, refused at once with 503, others still served.
+// A connection from `from` that has passed a credential check (an authenticated request
+// answered 200), so the node never evicts it (guarantee 2).
+RawConnection Proven(int port, const std::string& from) {
+  RawConnection c(port, from);
+  const std::string describe = json{{"operation", "describe_all"}}.dump();
+  EXPECT_TRUE(c.Send(PostRequest(describe))) << from;
+  EXPECT_EQ(c.Read().status, 200) << from;
+  return c;
+}
+
+// Guarantee 2: over a client's cap, refused at once with 503, others still served; when
+// authenticated clients hold every slot but the kept one, a newcomer may ask for /health
+// only.
 TEST_F(FrontDoorTest, ConnectionCapsRefuseTheExcess) {
-  ASSERT_NO_FATAL_FAILURE(
-      StartNode({"--max-connections-per-client", "4", "--max-connections", "10"}));
+  ASSERT_NO_FATAL_FAILURE(StartNode(
+      {"--max-connections-per-client", "4", "--max-connections", "10", "--idle-timeout", "60s"}));
   std::vector<RawConnection> held;
-  for (int i = 0; i < 4; ++i) {
-    held.emplace_back(node_->port(), "127.0.3.1");
-    ASSERT_TRUE(held.back().ok());
-  }
-  ASSERT_EVENTUALLY([&] { ASSERT_GE(Metric("cairn_http_connections"), 4); });
+  for (int i = 0; i < 4; ++i) held.push_back(Proven(node_->port(), "127.0.3.1"));
   RawConnection fifth(node_->port(), "127.0.3.1");
   RawConnection::Response r = fifth.Read(absl::Seconds(2));
   EXPECT_EQ(r.status, 503) << r.head;
   EXPECT_THAT(r.body, HasSubstr("TOO_MANY_CONNECTIONS"));
   EXPECT_TRUE(HealthAnswersWithin(absl::Seconds(1)));  // another address
-  for (int i = 0; i < 6; ++i) {
-    held.emplace_back(node_->port(), absl::StrCat("127.0.3.", 2 + i));
-    ASSERT_TRUE(held.back().ok());
-  }
-  ASSERT_EVENTUALLY([&] {
-    RawConnection probe(node_->port(), "127.0.4.1");
-    ASSERT_EQ(probe.Read(absl::Seconds(2)).status, 503);  // 10 held: the total cap
-  });
-  held.clear();
+  for (int i = 0; i < 5; ++i)
+    held.push_back(Proven(node_->port(), absl::StrCat("127.0.3.", 2 + i)));
+  // Nine proven connections hold every slot but the kept one.
+  RawConnection post(node_->port(), "127.0.4.1");
+  ASSERT_TRUE(post.Send(PostRequest(json{{"operation", "describe_all"}}.dump())));
+  r = post.Read(absl::Seconds(2));
+  EXPECT_EQ(r.status, 503) << r.head;
+  EXPECT_THAT(r.body, HasSubstr("only /health and /metrics"));
   ASSERT_EVENTUALLY([&] { ASSERT_TRUE(HealthAnswersWithin(absl::Seconds(1))); });
-  EXPECT_GE(Metric("cairn_http_connections_refused_total"), 2);
+  for (RawConnection& c : held) {  // none of them was evicted
+    ASSERT_TRUE(c.Send(PostRequest(json{{"operation", "describe_all"}}.dump())));
+    EXPECT_EQ(c.Read().status, 200);
+  }
+  EXPECT_GE(Metric("cairn_http_connections_refused_total"), 1);
+  EXPECT_EQ(Metric("cairn_http_connections_evicted_total"), 0);
+}
+
+// Guarantee 2 near the cap (issue 41, point 7): 4 addresses x 16 idle sockets took all 64
+// slots and /health got 503. Now the longest-waiting connections that never passed a
+// credential check give their slots to newcomers, and an authenticated one keeps its own.
+TEST_F(FrontDoorTest, Issue41_IdleConnectionsWithoutCredentialsAreEvictedNearTheCap) {
+  ASSERT_NO_FATAL_FAILURE(StartNode(
+      {"--max-connections-per-client", "16", "--max-connections", "64", "--idle-timeout", "60s"}));
+  RawConnection proven = Proven(node_->port(), "127.0.5.1");
+  std::vector<RawConnection> idle;
+  // Accepted in the order they connect (one acceptor), so the first waited longest.
+  for (int i = 0; i < 64; ++i) {
+    idle.emplace_back(node_->port(), absl::StrCat("127.0.6.", 1 + i % 4));
+    ASSERT_TRUE(idle.back().ok()) << i;
+  }
+  for (int probe = 0; probe < 4; ++probe) {
+    EXPECT_TRUE(HealthAnswersWithin(absl::Seconds(2))) << "probe " << probe;
+  }
+  EXPECT_TRUE(idle.front().ClosedWithin(absl::Seconds(5))) << "the oldest idle was not evicted";
+  EXPECT_GE(Metric("cairn_http_connections_evicted_total"), 1);
+  ASSERT_TRUE(proven.Send(PostRequest(json{{"operation", "describe_all"}}.dump())));
+  EXPECT_EQ(proven.Read().status, 200);
 }
 
 // Guarantee 6: pipelined requests are all answered, in order. httplib answered 1 of 5.
