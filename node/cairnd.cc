@@ -186,6 +186,15 @@ void AddReplicationMetrics(Metrics* metrics, replication::Cluster* cluster) {
        per_peer([](const replication::PeerStatus& p) {
          return static_cast<double>(p.parked_entries);
        })});
+  metrics->AddExternal(
+      {"cairn_parked_entries",
+       "Entries parked here from every peer, a removed one's included (R17), retried whether "
+       "or not their peer is linked.",
+       "gauge", [cluster] {
+         uint64_t n = 0;
+         for (const auto& [peer, c] : cluster->parked()->AllCounts()) n += c.entries;
+         return static_cast<double>(n);
+       }});
   metrics->AddExternalSeries(
       {"cairn_peer_parked_oldest_seconds",
        "How long the oldest entry parked from the peer has waited for its table (R17); 0 when "

@@ -279,6 +279,7 @@ absl::Status Cluster::Start() {
   }
   trimmer_ = std::thread([this] { TrimLoop(); });
   anti_entropy_->Start();
+  parked_.Start();
   return absl::OkStatus();
 }
 
@@ -491,6 +492,7 @@ void Cluster::Stop() {
   }
   for (auto& s : sessions) s->Cancel();
   anti_entropy_->Stop();
+  parked_.Stop();
   std::vector<std::thread> dialers;
   {
     absl::MutexLock lock(&mu_);
@@ -630,6 +632,7 @@ void Cluster::OnCatalogChange() {
     sessions = sessions_;
   }
   for (auto& s : sessions) s->CatalogChanged();
+  parked_.Wake();  // a parked entry's table may be live now (R17)
 }
 
 std::shared_ptr<grpc::Channel> Cluster::ChannelTo(const PeerRoute& route) {
@@ -879,20 +882,22 @@ std::vector<PeerStatus> Cluster::Status() const {
         p.full_copy_percent = r.copy_percent;
         p.full_copy_rows_per_s = r.copy_rows_per_s;
         p.entries_received = r.entries_received;
-        p.parked_entries = r.parked_entries;
-        p.oldest_parked_ms = r.parked_entries > 0 ? r.oldest_parked_ms : 0;
-        // The clock Parking stamped parked_ms with.
-        const absl::Duration parked_for =
-            node_->hlc->WallNow() - absl::FromUnixMillis(r.oldest_parked_ms);
-        if (r.parked_entries > 0 && parked_for > kParkedReportAfter && p.last_error.empty()) {
-          // R17: nothing waits silently.
-          p.last_error = absl::StrCat(
-              r.parked_entries, " entr", r.parked_entries == 1 ? "y" : "ies", " parked for over ",
-              absl::FormatDuration(kParkedReportAfter), ", the oldest of ", r.oldest_parked_table,
-              ": its table is not defined here, or its drop is stuck (R17)");
-        }
         p.cursors = r.cursors;
       }
+    }
+    // R17: counted from storage, linked or not (ParkedRetrier).
+    const ParkedRetrier::Counts parked = parked_.CountsOf(name);
+    p.parked_entries = parked.entries;
+    p.oldest_parked_ms = parked.entries > 0 ? parked.oldest_ms : 0;
+    // The clock Parking stamped parked_ms with.
+    const absl::Duration parked_for =
+        node_->hlc->WallNow() - absl::FromUnixMillis(parked.oldest_ms);
+    if (parked.entries > 0 && parked_for > kParkedReportAfter && p.last_error.empty()) {
+      // R17: nothing waits silently.
+      p.last_error = absl::StrCat(parked.entries, " entr", parked.entries == 1 ? "y" : "ies",
+                                  " parked for over ", absl::FormatDuration(kParkedReportAfter),
+                                  ", the oldest of ", parked.oldest_table,
+                                  ": its table is not defined here, or its drop is stuck (R17)");
     }
     if (p.connected) {
       // In sync when, for every database either side knows, the peer's last digest equals

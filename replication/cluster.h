@@ -39,6 +39,7 @@
 #include "replication/anti_entropy.h"
 #include "replication/clock_bound.h"
 #include "replication/origin_book.h"
+#include "replication/parked_retrier.h"
 #include "replication/schema_sync.h"
 
 namespace cairn::replication {
@@ -207,6 +208,9 @@ class Cluster {
   void UpdateOrigin(const std::string& peer, const std::string& db,
                     const std::optional<DirectOrigin>& direct) ABSL_LOCKS_EXCLUDED(mu_);
   OriginMap origins() const { return origin_book_.Snapshot(); }
+  // R17: the parked entries of every peer, retried and counted node-wide.
+  ParkedRetrier* parked() { return &parked_; }
+  const ParkedRetrier* parked() const { return &parked_; }
   // R16: checks peers' clocks and stamps; counts refusals.
   ClockBound& clock_bound() { return clock_bound_; }
   const ClockBound& clock_bound() const { return clock_bound_; }
@@ -310,7 +314,8 @@ class Cluster {
   std::atomic<uint64_t> links_failed_{0};
   std::atomic<uint64_t> schema_resyncs_{0};
   ClockBound clock_bound_;
-  OriginBook origin_book_;  // its lock comes after mu_
+  OriginBook origin_book_;       // its lock comes after mu_
+  ParkedRetrier parked_{node_};  // its locks come after mu_ (never taken under it today)
 
   absl::Mutex membership_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // add_node / remove_node, one at a time
   mutable absl::Mutex mu_;

@@ -510,16 +510,6 @@ bool LinkSession::ApplyWithRetry(ReceiverState* receiver, const peer::v1::Change
   }
 }
 
-void LinkSession::RetryParked(ReceiverState* receiver) {
-  absl::Status s = receiver->RetryParked();
-  if (!s.ok()) {
-    spdlog::warn("[{}] retrying entries parked from {}: {}", cluster_->options().node_name, peer_,
-                 s.ToString());
-  }
-  absl::MutexLock lock(&mu_);
-  receive_stats_ = receiver->Stats(absl::Now());
-}
-
 void LinkSession::ApplierLoop() {
   uint64_t log_id = 0;
   bool echo = false, origins = false;
@@ -540,7 +530,8 @@ void LinkSession::ApplierLoop() {
     absl::MutexLock lock(&mu_);
     if (mu_.AwaitWithTimeout(absl::Condition(&done_), absl::Milliseconds(200))) return;
   }
-  ReceiverState receiver(cluster_->node(), peer_, log_id, cluster_->ExclusionsFor(peer_));
+  ReceiverState receiver(cluster_->node(), peer_, log_id, cluster_->ExclusionsFor(peer_),
+                         cluster_->parked());
   receiver.set_echo(echo);
   receiver.set_origins(origins);
   absl::StatusOr<peer::v1::Subscribe> subscribe = receiver.BuildSubscribe();
@@ -555,8 +546,6 @@ void LinkSession::ApplierLoop() {
     *outbox_.emplace_back().mutable_subscribe() = std::move(*subscribe);
     subscribed_ = true;
   }
-  // R17: what an earlier link parked, counted now and applied if it can go.
-  RetryParked(&receiver);
   while (true) {
     InboundBatch in;
     {
@@ -579,13 +568,12 @@ void LinkSession::ApplierLoop() {
     if (in.batch == nullptr) {
       // The catalog changed (or a while passed): a marker may have retired a generation that
       // held this peer's newer rows (R14); ask for them on this link now, not at the next
-      // reconnect. Parked entries may have a table to go to now (R17).
+      // reconnect. (Parked entries are the node's ParkedRetrier's, R17.)
       absl::StatusOr<peer::v1::Refetch> refetch = receiver.NewRefetches();
       if (refetch.ok() && refetch->tables_size() > 0) {
         absl::MutexLock lock(&mu_);
         *outbox_.emplace_back().mutable_refetch() = std::move(*refetch);
       }
-      if (receiver.parked() > 0) RetryParked(&receiver);
       continue;
     }
     const peer::v1::ChangeBatch& batch = *in.batch;

@@ -211,8 +211,6 @@ class LinkSession {
   // Applies one batch, retrying while its table's schema is not here yet. False: give up.
   bool ApplyWithRetry(ReceiverState* receiver, const peer::v1::ChangeBatch& batch)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // R17: applies the parked entries that can go now; logs a failure (they stay parked).
-  void RetryParked(ReceiverState* receiver) ABSL_LOCKS_EXCLUDED(mu_);
   // True once the peer's Hello is accepted; false when the stream ended before one came.
   absl::StatusOr<bool> ReadHello() ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -49,11 +49,6 @@ void Parking::Park(const std::string& db, const std::vector<ChangeEntry>& entrie
     // why ignored: WriteBatch::Put only fails beyond 4 GiB.
     wb->Put(node_->engine->cf(Cf::kMeta), ToSlice(key), parked.SerializeAsString())
         .PermitUncheckedError();
-    ++count_;  // a duplicate counts twice until the next Retry recounts
-    if (oldest_ms_ == 0) {
-      oldest_ms_ = static_cast<int64_t>(now_ms);
-      oldest_table_ = absl::StrCat(db, ".", e.table());
-    }
   }
 }
 

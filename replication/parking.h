@@ -5,12 +5,14 @@
 // now, but skipping it would lose it for good. Refusing its whole batch, as before, stalled
 // every table and database that peer sends behind it. Instead the receiver parks such entries
 // in the meta family, in the same WriteBatch as the rest of the batch and its cursor (so a
-// crash parks nothing twice and loses nothing), and retries them whenever the schema changes
+// crash parks nothing twice and loses nothing). The node's ParkedRetrier retries them,
+// whichever peer they came from and whether or not it is linked, whenever the schema changes
 // and every kRetryInterval: an entry applies once its table is live, and is discarded once a
 // marker proves its generation dead (C6, D7). Each parked version is kept (applying them all
 // is last-writer-wins, D5); parking holds what the stuck table was sent, no more.
 //
-// Used by one thread (the link's applier), like ReceiverState that owns it.
+// One Parking per peer and user: Park from the link's applier (ReceiverState), Retry from the
+// ParkedRetrier's pass. Not thread-safe; the two share nothing but storage.
 #pragma once
 
 #include <cstdint>
@@ -39,8 +41,8 @@ class Parking {
   // came in. Reads nothing, so it cannot fail between the batch's entries and its cursor.
   void Park(const std::string& db, const std::vector<storage::v1::ChangeEntry>& entries,
             rocksdb::WriteBatch* wb);
-  // Applies (or discards as dead) every parked entry whose table can take it now, and
-  // recounts what stays.
+  // Applies (or discards as dead) every parked entry of the peer whose table can take it
+  // now, and counts what stays (count, oldest_ms, oldest_table).
   absl::Status Retry();
 
   uint64_t count() const { return count_; }

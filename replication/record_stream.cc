@@ -467,12 +467,13 @@ absl::StatusOr<bool> LogSender::Next(const catalog::CatalogSnapshot& snap,
 // ReceiverState
 
 ReceiverState::ReceiverState(catalog::LocalNode* node, std::string peer, uint64_t peer_log_id,
-                             Exclusions exclusions)
+                             Exclusions exclusions, ParkedRetrier* parked)
     : node_(node),
       peer_(std::move(peer)),
       peer_log_id_(peer_log_id),
       exclusions_(std::move(exclusions)),
-      parking_(node, peer_) {}
+      parking_(node, peer_),
+      parked_(parked) {}
 
 absl::StatusOr<peer::v1::Subscribe> ReceiverState::BuildSubscribe() {
   peer::v1::Subscribe sub;
@@ -621,6 +622,10 @@ absl::Status ReceiverState::Apply(const peer::v1::ChangeBatch& batch,
     spdlog::info("[{}] {} entr{} of '{}' from {} parked: table not live here yet (R17)",
                  node_->records->node_name(), stats.parked, stats.parked == 1 ? "y" : "ies", db,
                  peer_);
+    if (parked_ != nullptr && !parked.empty()) {
+      parked_->Parked(peer_, absl::StrCat(db, ".", parked.front().table()), stats.parked,
+                      absl::ToUnixMillis(node_->hlc->WallNow()));
+    }
   }
   // why ignored: the batch is committed; only crash, delay and block matter here.
   CAIRN_FAULT(faults, fault_points::kReplApplyAfterCommit).IgnoreError();
@@ -681,9 +686,6 @@ ReceiveStats ReceiverState::Stats(absl::Time now) const {
   s.batches = batches_;
   s.entries_applied = entries_applied_;
   s.entries_received = entries_received_;
-  s.parked_entries = parking_.count();
-  s.oldest_parked_ms = parking_.oldest_ms();
-  s.oldest_parked_table = parking_.oldest_table();
   uint64_t done = 0, total = 0, rows_since = 0;
   absl::Time earliest = now;
   for (const auto& [db, p] : progress_) {

@@ -38,6 +38,7 @@
 #include "cairn/peer/v1/peer.pb.h"
 #include "catalog/local_node.h"
 #include "replication/origin_holds.h"
+#include "replication/parked_retrier.h"
 #include "replication/parking.h"
 #include "replication/schema_sync.h"
 
@@ -166,10 +167,6 @@ struct ReceiveStats {
   uint64_t entries_applied = 0;
   uint64_t entries_received = 0;                   // in log and copy batches, applied or not
   absl::btree_map<std::string, uint64_t> cursors;  // last applied seq per database
-  // R17: entries from this peer parked until their table can take them.
-  uint64_t parked_entries = 0;
-  int64_t oldest_parked_ms = 0;  // wall ms the oldest was parked; 0: none
-  std::string oldest_parked_table;
 };
 
 // Design 0004: this node receives every entry of the peer's own in `db` with an origin
@@ -186,8 +183,9 @@ struct DirectOrigin {
 
 class ReceiverState {
  public:
+  // `parked`: told what Apply parks (R17; null: nobody), and retries it.
   ReceiverState(catalog::LocalNode* node, std::string peer, uint64_t peer_log_id,
-                Exclusions exclusions);
+                Exclusions exclusions, ParkedRetrier* parked = nullptr);
 
   // The Subscribe for this peer: stored cursors taken against its current log id, the
   // route's exclusions, and the tables this node must fetch again from it (R14).
@@ -208,9 +206,6 @@ class ReceiverState {
   // applied.
   // `stats`, when given, receives what the apply did with the batch's entries.
   absl::Status Apply(const peer::v1::ChangeBatch& batch, catalog::ApplyStats* stats = nullptr);
-  // R17: applies what was parked and can go now (after a schema change, and periodically).
-  absl::Status RetryParked() { return parking_.Retry(); }
-  uint64_t parked() const { return parking_.count(); }
 
   ReceiveStats Stats(absl::Time now) const;
   // What this node may advertise of the peer as an origin in `db` (design 0004): set once a
@@ -244,6 +239,7 @@ class ReceiverState {
   bool echo_ = false;                                                   // see set_echo
   bool origins_ = false;                                                // see set_origins
   Parking parking_;
+  ParkedRetrier* const parked_;
   uint64_t batches_ = 0;
   uint64_t entries_applied_ = 0;
   uint64_t entries_received_ = 0;

@@ -697,6 +697,39 @@ TEST_F(RecordReplicationTest, R17_OneStuckTableNeverStallsTheRest) {
   ExpectConverged({a.get(), b.get()}, "shop", "stuck", 3);
 }
 
+// R17 without the origin (issue 41, point 12): entries parked on B from A are retried by B
+// whether or not A is linked. With A down, B counts them (from storage), applies them once
+// its table is live again (here from C's definition) and relays them to C, which has no link
+// to A. On the parent commit only A's link retried or counted them: B reported 0 and held
+// them for good.
+TEST_F(RecordReplicationTest, Issue41_ParkedEntriesApplyAndRelayWithTheirOriginDown) {
+  auto a = NewNode("a"), b = NewNode("b"), c = NewNode("c");
+  Link(a.get(), b.get());
+  Link(b.get(), c.get());
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "stuck", {"name"})));
+  ASSERT_EVENTUALLY([&] {
+    ASSERT_NE(c->Table("shop", "stuck"), nullptr);
+    ASSERT_EQ(b->StatusOf("a").cursors.count("shop"), 1u);
+  });
+  // B's own local drop of shop.stuck holds after its first step: A's rows park on B.
+  b->faults().Set(fault_points::kDropAfterTombstone, FaultAction::Block());
+  std::thread drop([&] { EXPECT_OK(b->catalog().DropTable("shop", "stuck", /*timed=*/false)); });
+  ASSERT_TRUE(b->faults().WaitUntilBlocked(fault_points::kDropAfterTombstone, absl::Seconds(10)));
+  Upsert(a.get(), "shop", "stuck", Rows("k", 0, 3, "x"));
+  testing::AssertEventually([&] { ASSERT_EQ(b->StatusOf("a").parked_entries, 3u); });
+  b->faults().Release(fault_points::kDropAfterTombstone);
+  drop.join();
+  ASSERT_EQ(b->Table("shop", "stuck"), nullptr);
+
+  a->Isolate();  // the origin is gone
+  ASSERT_EVENTUALLY([&] { ASSERT_FALSE(b->StatusOf("a").connected); });
+  ASSERT_EVENTUALLY([&] { ASSERT_EQ(b->StatusOf("a").parked_entries, 3u); });
+  // C's next snapshot defines shop.stuck on B again: B applies what it parked and relays it.
+  ASSERT_OK(c->catalog().CreateTable(Spec("shop", "later", {"name"})));
+  ASSERT_EVENTUALLY([&] { ASSERT_EQ(b->StatusOf("a").parked_entries, 0u); });
+  ExpectConverged({b.get(), c.get()}, "shop", "stuck", 3);
+}
+
 // R17: writes that pass the log's retention while a full copy runs do not trim the copy's
 // tail away (which restarted the copy from its first table, for ever under steady load): the
 // log keeps what a linked peer needs, within twice its retention.
