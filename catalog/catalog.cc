@@ -245,6 +245,19 @@ absl::Status Catalog::Load() {
     m = std::max(m, row.tombstone().dropped_time());
     hlc->Observe(row.tombstone().dropped_time());
   }
+  // Attribute markers their name's table marker subsumes (internal::SubsumedAttributeMarkers),
+  // kept by a binary before issue 41 or by a drop that stopped before its final batch: gone
+  // from the snapshot and from storage, as a marker recorded now would have removed them.
+  {
+    rocksdb::WriteBatch batch;
+    for (const auto& [id, time] : snap->markers) {
+      const std::vector<std::string> subsumed =
+          internal::SubsumedAttributeMarkers(*snap, id.first, id.second, time);
+      internal::DeleteAttributeMarkers(engine_, id.first, id.second, subsumed, &batch);
+      internal::EraseAttributeMarkers(snap.get(), id.first, id.second, subsumed);
+    }
+    if (batch.Count() > 0) CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
+  }
   // The schema digest's share of every name's markers (CatalogSnapshot::marker_digests).
   absl::btree_set<std::pair<std::string, std::string>> marked;
   for (const auto& [id, time] : snap->markers) marked.insert(id);

@@ -257,6 +257,8 @@ absl::StatusOr<TableRef> Catalog::ApplyPeerAttributeMarker(absl::string_view db,
   DatabaseLock lock(this, db);
   const SnapshotRef base = Snapshot();  // invariant (1)
   if (base->AttributeMarkerFor(db, table, attribute) >= dropped_time) return TableRef();
+  // Subsumed by the name's table marker: nothing it would remove or strip can live here.
+  if (dropped_time <= base->MarkerFor(db, table)) return TableRef();
   const std::string name(attribute);
   rocksdb::WriteBatch batch;
   v1::AttributeMarker marker;

@@ -19,9 +19,12 @@
 
 namespace cairn::catalog {
 
+using internal::DeleteAttributeMarkers;
+using internal::EraseAttributeMarkers;
 using internal::MarkerId;
 using internal::PutProto;
 using internal::Qualified;
+using internal::SubsumedAttributeMarkers;
 using storage::Cf;
 using storage::ToSlice;
 
@@ -102,6 +105,12 @@ absl::Status Catalog::Tombstone(const DatabaseLock& lock, const TableRef& def, b
   rocksdb::WriteBatch batch;
   PutProto(engine_, &batch, Cf::kCatalog,
            storage::TableKey(def->database(), def->name(), def->generation_id()), row);
+  // The tombstone's time is the name's marker from here on (it is as durable): the attribute
+  // markers it subsumes go in its batch (C15 with C6).
+  const std::vector<std::string> subsumed =
+      timed ? SubsumedAttributeMarkers(*Snapshot(), def->database(), def->name(), dropped_time)
+            : std::vector<std::string>();
+  DeleteAttributeMarkers(engine_, def->database(), def->name(), subsumed, &batch);
   if (!timed) {
     // Recorded in the tombstone's batch: the name is free for a peer's table from this step
     // on, whether or not steps 2 and 3 complete (a drain that times out, a failure before
@@ -122,6 +131,7 @@ absl::Status Catalog::Tombstone(const DatabaseLock& lock, const TableRef& def, b
       Hlc& m = next->markers[MarkerId(def->database(), def->name())];
       m = std::max(m, dropped_time);
     }
+    EraseAttributeMarkers(next, def->database(), def->name(), subsumed);
   });
   return absl::OkStatus();
 }
@@ -418,6 +428,8 @@ absl::StatusOr<bool> Catalog::RecordMarker(const DatabaseLock& lock, const Catal
   marker.set_dropped_time(dropped_time);
   rocksdb::WriteBatch batch;
   PutProto(engine_, &batch, Cf::kCatalog, storage::MarkerKey(db, table), marker);
+  DeleteAttributeMarkers(engine_, db, table,
+                         SubsumedAttributeMarkers(base, db, table, dropped_time), &batch);
   CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
   return true;
 }
@@ -454,6 +466,9 @@ absl::StatusOr<PeerDropResult> Catalog::ApplyPeerDrop(absl::string_view db, absl
         v1::DropMarker marker;
         marker.set_dropped_time(dropped_time);
         PutProto(engine_, &batch, Cf::kCatalog, storage::MarkerKey(db, table), marker);
+        const std::vector<std::string> subsumed =
+            SubsumedAttributeMarkers(*base, db, table, dropped_time);
+        DeleteAttributeMarkers(engine_, db, table, subsumed, &batch);
         // Rows of older generations relayed into this one die with the marker (C8). The
         // purge is recorded in the marker's batch, so a crash before it runs cannot skip it
         // (the marker, once held, is never applied again); RecordStore runs it. Whether
@@ -462,7 +477,8 @@ absl::StatusOr<PeerDropResult> Catalog::ApplyPeerDrop(absl::string_view db, absl
         // only the exclusive schema lock waits for it (decisions 17, 56).
         const uint64_t generation_id = (*live)->generation_id();
         auto decide_purge = [&](rocksdb::WriteBatch* b, AttributeStamps*,
-                                AttributeStamps*) -> absl::Status {
+                                AttributeStamps* markers) -> absl::Status {
+          for (const std::string& name : subsumed) markers->erase(name);
           CAIRN_ASSIGN_OR_RETURN(bool older_rows,
                                  HoldsRowGenerations(engine_, generation_id, 0, dropped_time));
           if (older_rows) {
@@ -476,7 +492,10 @@ absl::StatusOr<PeerDropResult> Catalog::ApplyPeerDrop(absl::string_view db, absl
         const std::pair<std::string, std::string> id = MarkerId(db, table);
         CAIRN_RETURN_IF_ERROR(ReplaceDefinition(
                                   lock, *live, (*live)->row(), (*live)->attributes(), &batch,
-                                  [&](CatalogSnapshot* next) { next->markers[id] = dropped_time; },
+                                  [&](CatalogSnapshot* next) {
+                                    next->markers[id] = dropped_time;
+                                    EraseAttributeMarkers(next, db, table, subsumed);
+                                  },
                                   decide_purge)
                                   .status());
       } else {
@@ -484,6 +503,8 @@ absl::StatusOr<PeerDropResult> Catalog::ApplyPeerDrop(absl::string_view db, absl
         if (recorded) {
           Publish(lock, table, [&](CatalogSnapshot* next) {
             next->markers[MarkerId(db, table)] = dropped_time;
+            EraseAttributeMarkers(next, db, table,
+                                  SubsumedAttributeMarkers(*base, db, table, dropped_time));
           });
         }
       }

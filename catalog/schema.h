@@ -173,8 +173,9 @@ struct CatalogSnapshot {
   // Persistent maps (common/persistent_map.h), as DatabaseDef::tables: a publish copies the
   // chunk of the one name it changes, not every marker (issue 23).
   PersistentMap<std::pair<std::string, std::string>, Hlc> markers;
-  // C15: the attribute markers of each (db, table) name, durable. Like `markers` they outlive
-  // the attribute, its generation and its database.
+  // C15: the attribute markers of each (db, table) name, durable. They outlive the attribute
+  // and its generation, until the name's table marker subsumes them
+  // (internal::SubsumedAttributeMarkers).
   PersistentMap<std::pair<std::string, std::string>, AttributeStamps> attribute_markers;
   // Names with a drop between C9 step 1 and step 3 and no live generation: requests for them
   // answer TABLE_DROPPING rather than TABLE_NOT_FOUND.
@@ -182,8 +183,9 @@ struct CatalogSnapshot {
   // Per database, the sum (mod 2^64) of NameMarkersDigest over the names with markers or
   // attribute markers in it: the schema digest's share of them, kept by every publish
   // (Catalog::Publish updates the one name it changed), so a digest walks no markers. Holds an
-  // entry for every database with a marker or an attribute marker (markers are never
-  // removed), so it also lists them without a walk (replication's SchemaDatabases).
+  // entry for every database with a marker or an attribute marker (table markers are never
+  // removed, and an attribute marker goes only with its name's table marker), so it also
+  // lists them without a walk (replication's SchemaDatabases).
   absl::btree_map<std::string, uint64_t, std::less<>> marker_digests;
   // Users and roles (SPEC §7), the system database's objects. Never null once published.
   PrincipalsRef principals = std::make_shared<const Principals>();

@@ -11,6 +11,31 @@ namespace cairn::catalog::internal {
 using storage::Cf;
 using storage::ToSlice;
 
+std::vector<std::string> SubsumedAttributeMarkers(const CatalogSnapshot& base, absl::string_view db,
+                                                  absl::string_view table, Hlc table_marker) {
+  std::vector<std::string> names;
+  for (const auto& [name, dropped_time] : base.AttributeMarkersFor(db, table)) {
+    if (dropped_time <= table_marker) names.push_back(name);
+  }
+  return names;
+}
+
+void DeleteAttributeMarkers(storage::Engine* engine, absl::string_view db, absl::string_view table,
+                            const std::vector<std::string>& names, rocksdb::WriteBatch* batch) {
+  for (const std::string& name : names) {
+    // why ignored: WriteBatch::Delete only fails beyond 4 GiB.
+    batch->Delete(engine->cf(Cf::kCatalog), ToSlice(storage::AttributeMarkerKey(db, table, name)))
+        .PermitUncheckedError();
+  }
+}
+
+void EraseAttributeMarkers(CatalogSnapshot* next, absl::string_view db, absl::string_view table,
+                           const std::vector<std::string>& names) {
+  if (names.empty()) return;
+  AttributeStamps& stamps = next->attribute_markers[MarkerId(db, table)];
+  for (const std::string& name : names) stamps.erase(name);
+}
+
 void PutProto(storage::Engine* engine, rocksdb::WriteBatch* batch, Cf cf, absl::string_view key,
               const google::protobuf::MessageLite& msg) {
   // why ignored: WriteBatch::Put fails only for values over 4 GiB.

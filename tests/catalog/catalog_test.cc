@@ -235,6 +235,76 @@ TEST_F(CatalogTest, GenerationIdsAreNeverReused) {
   EXPECT_GT(Live("db", "t")->generation_id(), first);
 }
 
+// ---- Attribute markers (C15) and their table's marker.
+
+// Issue 41, point 13: markers of dropped attributes never went: a table whose 300 attributes
+// were dropped kept 300 markers after its own drop, in storage, in every snapshot and in every
+// DB_SCHEMA of its database. A table marker subsumes the attribute markers at or before it
+// (internal::SubsumedAttributeMarkers): they go in its batch, a late one is not recorded, and
+// a load removes those an older binary kept. On the parent commit the first count after the
+// drop is 300.
+TEST_F(CatalogTest, Issue41_AttributeMarkersGoWithTheirTablesMarker) {
+  auto stored = [&] {
+    size_t n = 0;
+    const std::string prefix(storage::kAttributeMarkerPrefix);
+    auto it = node_->engine->NewIterator(storage::Cf::kCatalog, nullptr,
+                                         storage::PrefixSuccessor(prefix));
+    for (it->Seek(prefix); it->Valid(); it->Next()) ++n;
+    return n;
+  };
+  ASSERT_OK(catalog().CreateTable(Spec("db", "t")));
+  for (int i = 0; i < 300; ++i) {
+    const std::string name = absl::StrCat("a", i);
+    ASSERT_OK(catalog().CreateAttribute("db", "t", AttributeSpec{name, v1::STRING, true}));
+    ASSERT_OK(records().DropAttribute("db", "t", name));
+  }
+  ASSERT_EQ(stored(), 300u);
+  ASSERT_EQ(snap()->AttributeMarkersFor("db", "t").size(), 300u);
+  ASSERT_OK(catalog().DropTable("db", "t"));
+  const Hlc dropped = snap()->MarkerFor("db", "t");
+  ASSERT_NE(dropped, 0u);
+  EXPECT_EQ(stored(), 0u);
+  EXPECT_TRUE(snap()->AttributeMarkersFor("db", "t").empty());
+  // A peer's marker at or before the table's is not recorded; a newer one is.
+  ASSERT_OK(catalog().ApplyPeerAttributeMarker("db", "t", "late", dropped));
+  EXPECT_EQ(stored(), 0u);
+  ASSERT_OK(catalog().ApplyPeerAttributeMarker("db", "t", "newer", dropped + 1));
+  EXPECT_EQ(snap()->AttributeMarkerFor("db", "t", "newer"), dropped + 1);
+
+  // A kept generation (C8): a peer's drop older than it subsumes "newer" and keeps the table
+  // and its own attribute's marker. The wall clock passes the first drop's millisecond first,
+  // so that the table is created more than two stamps after it.
+  ASSERT_EVENTUALLY([&] {
+    ASSERT_GT(static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())),
+              HybridClock::PhysicalMs(dropped) + 1);
+  });
+  ASSERT_OK(catalog().CreateTable(Spec("db", "t", {"b"})));
+  ASSERT_OK(records().DropAttribute("db", "t", "b"));
+  const Hlc b_marker = snap()->AttributeMarkerFor("db", "t", "b");
+  ASSERT_GT(Live("db", "t")->created_time(), dropped + 2);
+  auto kept = catalog().ApplyPeerDrop("db", "t", dropped + 2);
+  ASSERT_OK(kept);
+  EXPECT_EQ(*kept, PeerDropResult::kKept);
+  EXPECT_EQ(snap()->AttributeMarkerFor("db", "t", "newer"), 0u);
+  EXPECT_EQ(snap()->AttributeMarkerFor("db", "t", "b"), b_marker);
+  EXPECT_EQ(Live("db", "t")->attribute_markers().count("newer"), 0u);
+  EXPECT_EQ(stored(), 1u);
+
+  // What an older binary kept: removed at the next load.
+  rocksdb::WriteBatch batch;
+  v1::AttributeMarker old;
+  old.set_dropped_time(dropped);
+  ASSERT_TRUE(batch
+                  .Put(node_->engine->cf(storage::Cf::kCatalog),
+                       storage::AttributeMarkerKey("db", "t", "old"), old.SerializeAsString())
+                  .ok());
+  ASSERT_OK(node_->engine->Write(&batch));
+  ASSERT_OK(Reopen());
+  EXPECT_EQ(stored(), 1u);
+  EXPECT_EQ(snap()->AttributeMarkersFor("db", "t").size(), 1u);
+  EXPECT_EQ(snap()->AttributeMarkerFor("db", "t", "b"), b_marker);
+}
+
 // ---- Peer definitions (C4, C5, C6).
 
 PeerTableDef Peer(const std::string& table, Hlc created, std::vector<AttributeSpec> attrs,
