@@ -4,7 +4,9 @@
 //
 // A plan is a list of branches. A branch reads key ranges of the records (the primary key) or
 // of one attribute's index, for one leaf condition it reads exactly: a row is in the ranges
-// if and only if the leaf matches it (the same comparisons, search_conditions.cc). So a row
+// if and only if the leaf matches it (the same comparisons, search_conditions.cc), but for
+// integers beyond int64, which share the index entry of the double nearest them: the ranges
+// keep them all and every row read is checked against its branch's leaf. So a row
 // that branch i reads is emitted unless it fails the whole condition tree or an earlier
 // branch j < i read it too (its leaf matches), and an `or` of indexed conditions streams
 // without remembering keys. An array value has an index entry per element: a row is emitted
@@ -445,8 +447,10 @@ absl::Status RecordStore::SearchByConditions(absl::string_view db, absl::string_
           return absl::DataLossError(
               absl::StrCat("unreadable index entry in ", def->QualifiedName()));
         }
-        // A suffix or substring decides on the entry, before the row is read.
-        if (!ScalarMatches(*branch.leaf, indexed)) continue;
+        // A suffix or substring decides on the entry, before the row is read. (Not a number:
+        // an entry holds an integer beyond int64 as the double nearest it, and only the row
+        // tells which integer it is.)
+        if (branch.cost == kIndexFilter && !ScalarMatches(*branch.leaf, indexed)) continue;
         Slot row;
         row.def = def.get();
         row.key = gen_prefix + std::string(rest);

@@ -207,24 +207,6 @@ int Three(const T& a, const T& b) {
   return a < b ? -1 : (b < a ? 1 : 0);
 }
 
-// An integer against a double that is not one (non-integral, or beyond int64), exactly.
-int CompareIntDouble(int64_t i, double d) {
-  if (d >= 9223372036854775808.0) return -1;
-  if (d < -9223372036854775808.0) return 1;
-  return i <= static_cast<int64_t>(std::floor(d)) ? -1 : 1;  // d is not integral here
-}
-
-// Numbers as the index orders them: what encodes as an integer (storage::IndexInt64)
-// compares exactly, a non-integral value against the integers around it. A scan and an index
-// read then agree on every value (1e17 written as a float is the integer 10^17).
-int CompareNumbers(const json& a, const json& b) {
-  int64_t x = 0, y = 0;
-  const bool xi = storage::IndexInt64(a, &x), yi = storage::IndexInt64(b, &y);
-  if (xi && yi) return Three(x, y);
-  if (!xi && !yi) return Three(a.get<double>(), b.get<double>());
-  return xi ? CompareIntDouble(x, b.get<double>()) : -CompareIntDouble(y, a.get<double>());
-}
-
 // Same-kind order: numbers by value, strings by bytes (the index's order), booleans
 // false < true.
 int CompareSameKind(const json& a, const json& b) {
@@ -232,7 +214,9 @@ int CompareSameKind(const json& a, const json& b) {
     case 2:
       return Three(a.get<bool>(), b.get<bool>());
     case 3:
-      return CompareNumbers(a, b);
+      // Exactly, by value (1e17 written as a float is the integer 10^17, and 2^64 - 2 is
+      // below 2^64 - 1): a scan, and an index read with its row re-checked, agree.
+      return storage::CompareNumbers(a, b);
     case 4:
       return Three(a.get_ref<const std::string&>(), b.get_ref<const std::string&>());
     default:

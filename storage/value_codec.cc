@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "absl/numeric/int128.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "storage/keys.h"
@@ -128,10 +129,56 @@ bool IntBounds(const nlohmann::json& lo, bool lo_inclusive, const nlohmann::json
   return *first <= *last;
 }
 
+// An integral value exactly: an integer of either JSON type, or an integral double below
+// 2^127 in magnitude.
+bool AsInt128(const nlohmann::json& v, absl::int128* out) {
+  switch (v.type()) {
+    case nlohmann::json::value_t::number_integer:
+      *out = v.get<int64_t>();
+      return true;
+    case nlohmann::json::value_t::number_unsigned:
+      *out = v.get<uint64_t>();
+      return true;
+    case nlohmann::json::value_t::number_float: {
+      const double d = v.get<double>();
+      if (!std::isfinite(d) || std::trunc(d) != d || std::fabs(d) >= 0x1p127) return false;
+      *out = absl::int128(d);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+// An integer against a double that AsInt128 does not take (non-integral, huge or infinite).
+int CompareIntDouble(absl::int128 i, double d) {
+  if (d >= 0x1p127) return -1;
+  if (d <= -0x1p127) return 1;
+  return i <= absl::int128(std::floor(d)) ? -1 : 1;  // d is not integral here
+}
+
+// Bounds beyond int64 (see ValueRanges).
+bool BeyondInt64(const nlohmann::json& b) {
+  return b.is_number_unsigned() &&
+         b.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+}
+
 }  // namespace
+
+int CompareNumbers(const nlohmann::json& a, const nlohmann::json& b) {
+  absl::int128 x = 0, y = 0;
+  const bool xi = AsInt128(a, &x), yi = AsInt128(b, &y);
+  if (xi && yi) return x < y ? -1 : (y < x ? 1 : 0);
+  if (xi) return CompareIntDouble(x, b.get<double>());
+  if (yi) return -CompareIntDouble(y, a.get<double>());
+  const double da = a.get<double>(), db = b.get<double>();
+  return da < db ? -1 : (db < da ? 1 : 0);
+}
 
 std::vector<ValueRange> ValueRanges(bool numbers, const nlohmann::json& lo, bool lo_inclusive,
                                     const nlohmann::json& hi, bool hi_inclusive) {
+  lo_inclusive = lo_inclusive || BeyondInt64(lo);
+  hi_inclusive = hi_inclusive || BeyondInt64(hi);
   std::vector<ValueRange> out;
   auto usable = [&](const nlohmann::json& b) {
     if (b.is_null()) return true;

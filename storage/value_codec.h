@@ -35,8 +35,15 @@ absl::Status AppendPrimaryKey(const nlohmann::json& v, std::string* out);
 // number: 9007199254740993.0 parses to 2^53, and -2^63-1 to -2^63). Sets `*out`.
 bool ExactInt64(const nlohmann::json& v, int64_t* out);
 // Whether AppendScalar encodes `v` as an integer (an integer within int64, or a float whose
-// value is one), and which: the order searches compare numbers in (decision 104).
+// value is one), and which (decision 104).
 bool IndexInt64(const nlohmann::json& v, int64_t* out);
+
+// The exact order of two numbers: -1, 0 or 1 as `a` is below, equal to or above `b` by value.
+// Integers of either sign up to 2^64 - 1 and doubles compare exactly (5 == 5.0). The index
+// encodes an integer beyond int64 as the double nearest it, which its neighbours share
+// (2^64 - 2 and 2^64 - 1 both encode as 2^64): an index read finds them together, and this
+// tells them apart (issue 41).
+int CompareNumbers(const nlohmann::json& a, const nlohmann::json& b);
 
 // Appends the string tag and the escaped body of `prefix` without the terminator: every
 // encoded string that starts with `prefix` starts with these bytes.
@@ -51,7 +58,9 @@ struct ValueRange {
 // The values between `lo` and `hi` of one kind, numbers or strings (a null bound: unbounded on
 // that side; both null: every value of the kind `numbers` says). Integers and floats encode
 // under two tags, so numbers take up to two ranges, integers first. Empty when no value can
-// be in the range, or a bound is of the other kind.
+// be in the range, or a bound is of the other kind. A bound that is an integer beyond int64
+// counts as inclusive: the values that encode as its double may lie on either side of it, so
+// the range keeps them all and the caller compares exactly (CompareNumbers).
 std::vector<ValueRange> ValueRanges(bool numbers, const nlohmann::json& lo, bool lo_inclusive,
                                     const nlohmann::json& hi, bool hi_inclusive);
 

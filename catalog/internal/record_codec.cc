@@ -154,6 +154,9 @@ bool FieldMatches(const nlohmann::json& field, const nlohmann::json& value,
   if (pattern != nullptr) {
     return field.is_string() && pattern->Matches(field.get_ref<const std::string&>());
   }
+  // Numbers by value, exactly: the encoding cannot tell apart integers beyond int64 that round
+  // to one double (issue 41).
+  if (field.is_number() && value.is_number()) return storage::CompareNumbers(field, value) == 0;
   std::string a, b;
   if (!storage::AppendScalar(field, &a).ok() || !storage::AppendScalar(value, &b).ok()) {
     return false;

@@ -151,6 +151,7 @@ TEST_F(SearchConditionsTest, Decision104_IndexReadsFindWhatAScanFinds) {
                                   int64_t{100000000000000001},
                                   1.5e19,
                                   UINT64_MAX,
+                                  UINT64_MAX - 1,
                                   INT64_MAX,
                                   9223372036854775808.0,
                                   "",
@@ -230,6 +231,45 @@ TEST_F(SearchConditionsTest, Decision104_IndexReadsFindWhatAScanFinds) {
       std::sort(got.begin(), got.end());
       ASSERT_EQ(got, expected) << table;  // sorted ids: a row twice shows
     }
+  }
+}
+
+// Issue 41, point 11: integers beyond int64 in an `Any` attribute compared as the double they
+// round to, which 2^64 - 2 and 2^64 - 1 share: `equals 18446744073709551614` also returned the
+// 2^64 - 1 row and `greater_than` it returned nothing. The index still holds such values under
+// their double; an index read keeps every row of that double and the exact comparison
+// (storage::CompareNumbers) decides, as a scan does.
+TEST_F(SearchConditionsTest, Issue41_IntegersBeyondInt64CompareExactly) {
+  const json rows = json::array({{{"id", 1}, {"n", UINT64_MAX}},
+                                 {{"id", 2}, {"n", UINT64_MAX - 1}},
+                                 {{"id", 3}, {"n", UINT64_MAX - 2}},
+                                 {{"id", 4}, {"n", 18446744073709551616.0}},  // 2^64, a double
+                                 {{"id", 5}, {"n", INT64_MAX}},
+                                 {{"id", 6}, {"n", uint64_t{1} << 63}}});
+  for (const bool indexed : {true, false}) {
+    const std::string table = indexed ? "indexed" : "plain";
+    SCOPED_TRACE(table);
+    TableSpec spec = Spec("db", table);
+    spec.attributes->push_back({"n", v1::ANY, indexed});
+    ASSERT_OK(catalog().CreateTable(spec));
+    ASSERT_OK(records().Write("db", table, rows, WriteMode::kInsert));
+    auto ids = [&](const json& condition) {
+      std::vector<json> got = Ids(Search(table, {condition}));
+      std::sort(got.begin(), got.end());
+      return json(got);
+    };
+    EXPECT_EQ(ids(C("n", "equals", UINT64_MAX - 1)), json({2}));
+    EXPECT_EQ(ids(C("n", "not_equal", UINT64_MAX - 1)), json({1, 3, 4, 5, 6}));
+    EXPECT_EQ(ids(C("n", "greater_than", UINT64_MAX - 1)), json({1, 4}));
+    EXPECT_EQ(ids(C("n", "greater_than_equal", UINT64_MAX - 1)), json({1, 2, 4}));
+    EXPECT_EQ(ids(C("n", "less_than", UINT64_MAX - 1)), json({3, 5, 6}));
+    EXPECT_EQ(ids(C("n", "less_than_equal", UINT64_MAX)), json({1, 2, 3, 5, 6}));
+    EXPECT_EQ(ids(C("n", "between", json::array({UINT64_MAX - 2, UINT64_MAX - 1}))), json({2, 3}));
+    EXPECT_EQ(ids(C("n", "equals", 18446744073709551616.0)), json({4}));
+    EXPECT_EQ(ids(C("n", "greater_than", INT64_MAX)), json({1, 2, 3, 4, 6}));
+    const json sort = {{"attribute", "n"}};
+    EXPECT_EQ(json(Ids(Search(table, {C("n", "greater_than", 0)}, nullptr, &sort))),
+              json({5, 6, 3, 2, 1, 4}));
   }
 }
 
