@@ -43,9 +43,10 @@ if [ "$quick" = 1 ]; then
   search=(--records 3000 --runs 1)
   schema=(--tables 100 --bucket 50 --sample 5)
   role=(--rounds 4)
+  hostile=(--records 3000 --seconds 1)
 else
   ceiling=() node=() replication=() handover=() copy=() cluster=() drop=() verify=() strip=() search=()
-  role=()
+  role=() hostile=()
   replication5=(--records 100000)
   schema=(--tables 2000 --bucket 500)
 fi
@@ -78,6 +79,8 @@ run verify "${verify[@]}"
 run strip "${strip[@]}"
 run search "${search[@]}"
 run schema "${schema[@]}"
+# Issue 41: other clients' upserts under slow readers and worst-case searches.
+run hostile "${hostile[@]}"
 run role "${role[@]}"
 if [ "$quick" = 0 ] && [ -x "$build/bench/record_bench" ]; then
   echo

@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
              strip = Load(dir, "strip"), search = Load(dir, "search"), schema = Load(dir, "schema"),
              handover = Load(dir, "handover"), replication5 = Load(dir, "replication5"),
              node_role = Load(dir, "node_role"), role = Load(dir, "role"),
-             access = Load(dir, "access_bench");
+             hostile = Load(dir, "hostile"), access = Load(dir, "access_bench");
 
   const std::optional<double> storage_batch = At(ceiling, "/storage/batch100_records_per_s");
   const std::optional<double> storage_single = At(ceiling, "/storage/single_records_per_s");
@@ -216,6 +216,13 @@ int main(int argc, char** argv) {
                   At(role, "/effect/p50_ms"), "ms", std::nullopt, false, std::nullopt, ""});
   rows.push_back({"u", "a role change on n1 takes effect for a session on n3, p99",
                   At(role, "/effect/p99_ms"), "ms", 100, false, std::nullopt, ""});
+  // Issue 41: a client's single upserts while authenticated clients attack.
+  rows.push_back({"k", "hostile client: upsert p99 / idle, 64 slow readers",
+                  At(hostile, "/phases/1/p99_over_idle"), "x", 2, false, std::nullopt, ""});
+  rows.push_back({"k", "hostile client: upsert p99 / idle, 8 worst-case searchers",
+                  At(hostile, "/phases/2/p99_over_idle"), "x", 2, false, std::nullopt, ""});
+  rows.push_back({"k", "hostile client: node RSS, most", At(hostile, "/rss_max_mib"), "MiB", 512,
+                  false, std::nullopt, ""});
   rows.push_back({"f", "drop with 8 writers on the table, p99", At(drop, "/drop/p99_ms"), "ms",
                   std::nullopt, false, std::nullopt, ""});
   rows.push_back({"f", "drop after the drain, p99", At(drop, "/drop/after_drain_p99_ms"), "ms", 100,
