@@ -13,6 +13,9 @@
 #include <sstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status.h"
@@ -208,6 +211,20 @@ HttpAnswer OpsEndpoint::PostRaw(const std::string& body, const std::string& auth
 
 HttpAnswer CairndProcess::Get(const std::string& path) const {
   return ToAnswer(NewClient(host_, port_, options_.ca_file)->Get(path.c_str()));
+}
+
+double CairndProcess::Metric(const std::string& name, absl::Duration wait) const {
+  const absl::Time deadline = absl::Now() + wait;
+  HttpAnswer a = Get("/metrics");
+  while (a.status != 200 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));  // a slot frees when the node reaps a closed one
+    a = Get("/metrics");
+  }
+  for (absl::string_view line : absl::StrSplit(a.body, '\n')) {
+    double v = 0;
+    if (absl::ConsumePrefix(&line, name + " ") && absl::SimpleAtod(line, &v)) return v;
+  }
+  return -1;
 }
 
 std::string CairndProcess::log() const {

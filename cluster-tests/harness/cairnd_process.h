@@ -78,6 +78,10 @@ class CairndProcess {
                      const std::string& authorization = "",
                      absl::Duration timeout = absl::Seconds(60)) const;
   HttpAnswer Get(const std::string& path) const;
+  // The value of `name` (a series without labels) in /metrics, -1 when absent. A node near
+  // its connection cap serves /metrics on its kept slot, which a connection just closed may
+  // still hold: a refused fetch is retried for up to `wait`.
+  double Metric(const std::string& name, absl::Duration wait = absl::Seconds(10)) const;
 
   OpsEndpoint endpoint() const;
   const std::string& host() const { return host_; }

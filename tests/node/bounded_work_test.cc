@@ -76,16 +76,7 @@ class BoundedWorkTest : public ::testing::Test {
     return a.status == 200 ? a.json.value("hits", int64_t{0}) : -1;
   }
 
-  double Metric(const std::string& name) {
-    const std::string text = node_->Get("/metrics").body;
-    for (absl::string_view line : absl::StrSplit(text, '\n')) {
-      if (absl::ConsumePrefix(&line, name + " ")) {
-        double v = 0;
-        if (absl::SimpleAtod(line, &v)) return v;
-      }
-    }
-    return -1;
-  }
+  double Metric(const std::string& name) { return node_->Metric(name); }
 
   TempDir dir_;
   std::unique_ptr<CairndProcess> node_;
