@@ -355,6 +355,12 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   app.add_option("--max-sort-bytes", c.max_sort_bytes,
                  "sort values a sorted search may hold in memory (400 beyond)")
       ->capture_default_str();
+  std::string search_priority = "idle";
+  app.add_option("--search-priority", search_priority,
+                 "CPU priority of streamed searches: idle (only CPU nothing else wants), low "
+                 "(nice +10) or normal")
+      ->check(CLI::IsMember({"idle", "low", "normal"}))
+      ->capture_default_str();
   app.add_option("--request-timeout", request_timeout,
                  "how long a request may take from its first byte to its last")
       ->capture_default_str();
@@ -452,6 +458,9 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
                         absl::StrCat(flag, " '", *text, "' is not a duration like 10s")));
     }
   }
+  c.search_priority = search_priority == "normal" ? SearchPriority::kNormal
+                      : search_priority == "low"  ? SearchPriority::kLow
+                                                  : SearchPriority::kIdle;
   if (retention_age.empty()) {
     c.log_retention_age = c.tombstone_retention;
   } else if (!absl::ParseDuration(retention_age, &c.log_retention_age)) {

@@ -31,6 +31,11 @@ struct PeerConfig {
   std::vector<std::pair<std::string, std::string>> exclude;  // (db, table), R11
 };
 
+// The CPU priority of streamed answers' producers (--search-priority; issue 41, decision
+// 133): kIdle runs them only on CPU that nothing else of the node wants (Linux SCHED_IDLE),
+// kLow at nice +10, kNormal as every other thread.
+enum class SearchPriority { kIdle, kLow, kNormal };
+
 struct NodeConfig {
   std::string name;      // required; a C13 name
   std::string data_dir;  // required
@@ -81,6 +86,7 @@ struct NodeConfig {
   // request's `timeout_ms` may shorten it), and the bytes a sort may hold.
   absl::Duration operation_timeout = absl::Seconds(60);
   uint64_t max_sort_bytes = 32 << 20;
+  SearchPriority search_priority = SearchPriority::kIdle;
   absl::Duration idle_timeout = absl::Seconds(5);
   bool metrics_require_auth = false;
   // SPEC U5: how long tokens live (create_authentication_tokens).

@@ -2,7 +2,10 @@
 // an orderly stop. A connection's life is node/http_session.cc.
 #include "node/http_server.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 
 #include <thread>
 #include <utility>
@@ -30,6 +33,9 @@ using http_internal::HttpShared;
 
 // File descriptors kept for RocksDB, the peer port and the logs when capping connections.
 constexpr int kReservedDescriptors = 512;
+// TCP_NOTSENT_LOWAT of every connection: with ReplyStream::kMaxQueued, the most of a streamed
+// answer produced ahead of its reader.
+constexpr int kNotSentLowWater = 128 << 10;
 
 }  // namespace
 
@@ -184,6 +190,13 @@ void HttpServer::Impl::Accepted(tcp::socket socket) {
   const tcp::endpoint remote = socket.remote_endpoint(ec);
   if (ec) return;  // already gone
   socket.set_option(tcp::no_delay(true), ec);
+  // The kernel keeps at most this much unsent per connection (sent but unacknowledged bytes
+  // are not counted, so a fast reader's window is not limited). Without it a reader that
+  // keeps its window small makes the kernel buffer up to 4 MiB of answer for it, and the
+  // node produce it: 64 such readers took both cores for 10 s (issue 41, decision 133).
+  const int not_sent_low_water = kNotSentLowWater;
+  ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_NOTSENT_LOWAT, &not_sent_low_water,
+               sizeof(not_sent_low_water));
   std::string address = remote.address().to_string();
   std::string client = http_internal::ClientKey(remote.address());
   if (shared_->draining.load()) return;  // the socket closes with this scope

@@ -31,7 +31,9 @@
 //     is produced on a thread of its own pool, never a worker, so slow readers cannot take
 //     the workers; its status line waits for its first bytes (an error before them is a plain
 //     error answer); it ends at the deadline, when its client takes nothing for
-//     `write_timeout`, or reads slower than ReplyStream::kMinReadRate.
+//     `write_timeout`, or reads slower than ReplyStream::kMinReadRate. Stream threads run
+//     at `stream_priority` (idle by default), so a search yields the cores to point
+//     operations, and a connection's kernel buffer holds at most 128 KiB unsent.
 //  9. `HEAD` is answered as `GET` without the body.
 // With a certificate it serves HTTPS only (a plaintext request gets no answer). Thread-safe.
 #pragma once
@@ -71,6 +73,7 @@ struct HttpServerOptions {
   absl::Duration idle_timeout = absl::Seconds(5);        // between requests on one connection
   absl::Duration write_timeout = absl::Seconds(10);      // per write of an answer
   absl::Duration operation_timeout = absl::Seconds(60);  // guarantee 8
+  SearchPriority stream_priority = SearchPriority::kIdle;  // of the stream threads (guarantee 8)
   // Failed logins a minute, per address or user, answered without delay (LoginGuard); only a
   // test that fails logins in bulk raises it.
   int free_login_failures = LoginGuard::kFreeFailures;

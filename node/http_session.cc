@@ -5,8 +5,12 @@
 #include "node/http_session.h"
 
 #include <poll.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <limits>
 #include <optional>
@@ -128,8 +132,13 @@ void ReplyStream::Finish(absl::Status status) {
 ReplyStream::Taken ReplyStream::Take() {
   absl::MutexLock lock(&mu_);
   Taken t;
-  t.data.swap(queued_);
-  t.finished = finished_;
+  if (queued_.size() <= kTakePiece) {
+    t.data.swap(queued_);
+  } else {
+    t.data.assign(queued_, 0, kTakePiece);
+    queued_.erase(0, kTakePiece);
+  }
+  t.finished = finished_ && queued_.empty();
   t.status = status_;
   if (!t.data.empty()) {
     last_taken_ = absl::Now();
@@ -145,6 +154,25 @@ void ReplyStream::Cancel() {
 }
 
 namespace {
+
+// Sets the calling stream thread's CPU priority (HttpShared::streamers), once per thread.
+// Linux applies both calls to the calling thread only. Best effort: a refusal leaves the
+// thread as it was.
+void SetStreamThreadPriority(SearchPriority priority) {
+  thread_local bool set = false;
+  if (set) return;
+  set = true;
+  if (priority == SearchPriority::kIdle) {
+    const sched_param param{};
+    ::sched_setscheduler(0, SCHED_IDLE, &param);
+  } else if (priority == SearchPriority::kLow) {
+    errno = 0;
+    const int process_nice = ::getpriority(PRIO_PROCESS, 0);
+    if (errno != 0) return;
+    const int nice = std::min(process_nice + HttpShared::kStreamNice, 19);
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice);
+  }
+}
 
 template <class Stream>
 class Session : public Connection, public std::enable_shared_from_this<Session<Stream>> {
@@ -772,6 +800,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     shared_->running.fetch_add(1);
     net::post(shared_->streamers, [self = Self(), rs, deadline, op = reply.operation,
                                    produce = std::move(reply.stream)] {
+      SetStreamThreadPriority(self->opt_.stream_priority);
       absl::Status status;
       try {
         status = produce([&rs](absl::string_view piece) { return rs->Write(piece); });

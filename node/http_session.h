@@ -77,6 +77,10 @@ struct HttpShared {
   // read slowly hold these, never the workers. More streams than threads wait their turn
   // (within their deadline).
   static constexpr int kStreamThreads = 64;
+  // ... and they run at options.stream_priority (idle: SCHED_IDLE; low: nice +kStreamNice):
+  // a search the limits allow may still scan a table for up to its deadline, and 64 of them
+  // would otherwise take the cores from every point operation (issue 41, decision 133).
+  static constexpr int kStreamNice = 10;
   boost::asio::thread_pool streamers;
   std::atomic<int> hashing{0};
   std::atomic<bool> draining{false};
@@ -140,12 +144,15 @@ void StartSession(std::shared_ptr<HttpShared> shared, boost::asio::ip::tcp::sock
 
 // A streamed answer between the thread producing it and the connection sending it. The
 // producer blocks while kMaxQueued bytes wait to be sent (so a slow reader costs bounded
-// memory) and stops once the connection is gone, has taken nothing for the stall timeout, has
-// taken less than kMinReadRate over a kRateWindow in which it had bytes waiting, or the
-// deadline passed (so the RocksDB snapshot a search holds goes with it).
+// memory and work: the socket holds at most kNotSentLowWater more, HttpServer) and stops once
+// the connection is gone, has taken nothing for the stall timeout, has taken less than
+// kMinReadRate over a kRateWindow in which it had bytes waiting, or the deadline passed (so
+// the RocksDB snapshot a search holds goes with it). The connection takes at most kTakePiece
+// at a time, so "taken" follows the reader's pace and the rate decides, not one large write.
 class ReplyStream {
  public:
-  static constexpr size_t kMaxQueued = 1 << 20;
+  static constexpr size_t kMaxQueued = 256 << 10;
+  static constexpr size_t kTakePiece = 64 << 10;
   static constexpr uint64_t kMinReadRate = 16 << 10;  // bytes per second
   static constexpr absl::Duration kRateWindow = absl::Seconds(10);
 
@@ -162,7 +169,8 @@ class ReplyStream {
   // written yet, answered as a plain error.
   void Finish(absl::Status status) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Connection side. What is queued, and whether the producer finished (then its status).
+  // Connection side. What is queued (up to kTakePiece of it), and whether the producer
+  // finished and this is the last of it (then its status).
   // When nothing is queued and the producer has not finished, the stream goes idle: the
   // next Write wakes it.
   struct Taken {

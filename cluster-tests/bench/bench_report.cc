@@ -217,11 +217,11 @@ int main(int argc, char** argv) {
   rows.push_back({"u", "a role change on n1 takes effect for a session on n3, p99",
                   At(role, "/effect/p99_ms"), "ms", 100, false, std::nullopt, ""});
   // Issue 41: a client's single upserts while authenticated clients attack.
-  rows.push_back({"k", "hostile client: upsert p99 / idle, 64 slow readers",
+  rows.push_back({"m", "hostile client: upsert p99 / idle, 64 slow readers",
                   At(hostile, "/phases/1/p99_over_idle"), "x", 2, false, std::nullopt, ""});
-  rows.push_back({"k", "hostile client: upsert p99 / idle, 8 worst-case searchers",
+  rows.push_back({"m", "hostile client: upsert p99 / idle, 8 worst-case searchers",
                   At(hostile, "/phases/2/p99_over_idle"), "x", 2, false, std::nullopt, ""});
-  rows.push_back({"k", "hostile client: node RSS, most", At(hostile, "/rss_max_mib"), "MiB", 512,
+  rows.push_back({"m", "hostile client: node RSS, most", At(hostile, "/rss_max_mib"), "MiB", 512,
                   false, std::nullopt, ""});
   rows.push_back({"f", "drop with 8 writers on the table, p99", At(drop, "/drop/p99_ms"), "ms",
                   std::nullopt, false, std::nullopt, ""});

@@ -9,11 +9,15 @@
 //                `contains` conditions (each row checked against every one) and a sort of
 //                the whole table (held up to --max-sort-bytes)
 // The node's RSS is sampled every 100 ms throughout. The aims (issue 41): the probe's p99 in
-// each hostile phase within 2x of idle, RSS at most 512 MiB.
+// each hostile phase within 2x of idle, RSS at most 512 MiB. The attackers' threads run at
+// nice 19 (--attackers-nice): here they share the node's two cores, where real ones would
+// run on machines of their own.
 //
-//   hostile_bench [--cairnd PATH] [--records 200000] [--seconds 10] [--json FILE]
+//   hostile_bench [--cairnd PATH] [--records 200000] [--seconds 10] [--phases slow,worst]
+//                 [--attackers-nice 19] [--json FILE]
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -69,6 +73,13 @@ int Dial(int port) {
   return fd;
 }
 
+// The nice value of the attackers' threads (see the top; --attackers-nice 0 measures the
+// benchmark's own clients as well as the node).
+int attackers_nice = 19;
+void LowerAttackerPriority() {
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), attackers_nice);
+}
+
 // One slow reader until `stop`: the whole table's search, 4 KiB per 100 ms, again and again.
 void SlowReader(const Target& t, const std::atomic<bool>& stop, std::atomic<uint64_t>* streams) {
   const std::string request = RawRequest(t, {{"operation", "search_by_value"},
@@ -76,6 +87,7 @@ void SlowReader(const Target& t, const std::atomic<bool>& stop, std::atomic<uint
                                              {"table", kTable},
                                              {"search_attribute", "id"},
                                              {"search_value", "*"}});
+  LowerAttackerPriority();
   std::vector<char> buffer(4 << 10);
   while (!stop.load()) {
     const int fd = Dial(t.port);
@@ -94,6 +106,7 @@ void SlowReader(const Target& t, const std::atomic<bool>& stop, std::atomic<uint
 // One client of the worst searches until `stop`, alternating the two.
 void WorstSearcher(const Target& t, int seed, const std::atomic<bool>& stop,
                    std::atomic<uint64_t>* searches, std::atomic<uint64_t>* refused) {
+  LowerAttackerPriority();
   json wide = json::array();
   for (int i = 0; i < 1000; ++i) {
     wide.push_back({{"search_attribute", "customer"},
@@ -140,6 +153,15 @@ int main(int argc, char** argv) {
                "hostile_bench");
   app.add_option("--records", records, "rows in the table")->capture_default_str();
   app.add_option("--seconds", seconds, "length of each phase")->capture_default_str();
+  app.add_option("--attackers-nice", attackers_nice,
+                 "the nice value of the attacking clients' threads (0: as the probe's)")
+      ->check(CLI::Range(0, 19))
+      ->capture_default_str();
+  std::vector<std::string> hostile = {"slow", "worst"};
+  app.add_option("--phases", hostile, "the hostile phases to run after idle")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"slow", "worst"}))
+      ->capture_default_str();
   cairn::bench::CommonFlags flags;
   cairn::bench::AddCommonFlags(&app, &flags);
   CLI11_PARSE(app, argc, argv);
@@ -166,6 +188,7 @@ int main(int argc, char** argv) {
   auto probe = NewClient(n1);
   uint64_t next_id = records;
   auto measure = [&](const std::string& name) {
+    std::fprintf(stderr, "hostile_bench: %s for %d s\n", name.c_str(), seconds);
     rss_max.store(cairn::bench::RssMiB(pid));
     std::vector<double> ms;
     const absl::Time end = absl::Now() + absl::Seconds(seconds);
@@ -195,21 +218,27 @@ int main(int argc, char** argv) {
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> streams{0}, searches{0}, refused{0};
   std::vector<std::thread> attackers;
-  for (int i = 0; i < kSlowReaders; ++i) {
-    attackers.emplace_back([&] { SlowReader(n1, stop, &streams); });
+  auto runs = [&](const char* phase) {
+    return std::find(hostile.begin(), hostile.end(), phase) != hostile.end();
+  };
+  if (runs("slow")) {
+    for (int i = 0; i < kSlowReaders; ++i) {
+      attackers.emplace_back([&] { SlowReader(n1, stop, &streams); });
+    }
+    phases.push_back(measure("64 slow readers"));
+    stop = true;
+    for (std::thread& t : attackers) t.join();
+    attackers.clear();
   }
-  phases.push_back(measure("64 slow readers"));
-  stop = true;
-  for (std::thread& t : attackers) t.join();
-  attackers.clear();
-
-  stop = false;
-  for (int i = 0; i < kWorstClients; ++i) {
-    attackers.emplace_back([&, i] { WorstSearcher(n1, i, stop, &searches, &refused); });
+  if (runs("worst")) {
+    stop = false;
+    for (int i = 0; i < kWorstClients; ++i) {
+      attackers.emplace_back([&, i] { WorstSearcher(n1, i, stop, &searches, &refused); });
+    }
+    phases.push_back(measure("8 worst-case searchers"));
+    stop = true;
+    for (std::thread& t : attackers) t.join();
   }
-  phases.push_back(measure("8 worst-case searchers"));
-  stop = true;
-  for (std::thread& t : attackers) t.join();
   done = true;
   sampler.join();
 

@@ -3,8 +3,14 @@
 // that runs past its deadline or outlives its client, readers that never read, a HEAD.
 #include <sys/ioctl.h>
 
+#include <sched.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -31,9 +37,9 @@ constexpr char kScanRow[] = "records.scan.row";
 
 class BoundedWorkTest : public ::testing::Test {
  protected:
-  void StartNode(std::vector<std::string> args = {}) {
+  void StartNode(std::vector<std::string> args = {}, const std::string& dir = "n1") {
     CairndOptions o;
-    o.data_dir = dir_.Sub("n1");
+    o.data_dir = dir_.Sub(dir);
     o.args = {"--enable-test-hooks"};
     o.args.insert(o.args.end(), args.begin(), args.end());
     auto node = CairndProcess::Start(o);
@@ -155,6 +161,93 @@ TEST_F(BoundedWorkTest, Issue41_SlowReadersDoNotHoldTheWorkers) {
       {"operation", "upsert"}, {"database", "d"}, {"table", "t"}, {"records", {{{"id", 5000}}}}}
                                          .dump())));
   EXPECT_EQ(other.Read(absl::Seconds(5)).status, 200) << "an upsert waited for the readers";
+}
+
+// A whole-table search, streamed.
+json SearchEverything() {
+  return {{"operation", "search_by_value"},
+          {"database", "d"},
+          {"table", "t"},
+          {"attribute", "id"},
+          {"value", "*"}};
+}
+
+// The scheduling policy (SCHED_*) and nice value of each thread of process `pid`, from
+// /proc/<pid>/task/<tid>/stat (fields 41 and 19; the name in parentheses may hold spaces).
+std::vector<std::pair<int, int>> ThreadPolicies(pid_t pid) {
+  std::vector<std::pair<int, int>> out;
+  const std::string tasks = absl::StrCat("/proc/", pid, "/task");
+  for (const auto& entry : std::filesystem::directory_iterator(tasks)) {
+    std::ifstream in(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::vector<std::string> f = absl::StrSplit(stat.substr(close + 2), ' ');  // from field 3
+    int policy = 0, nice = 0;
+    if (f.size() > 38 && absl::SimpleAtoi(f[38], &policy) && absl::SimpleAtoi(f[16], &nice)) {
+      out.emplace_back(policy, nice);
+    }
+  }
+  return out;
+}
+
+// Point 3 (measured by hostile_bench): a reader that keeps its window small and takes
+// nothing makes the node produce a bounded part of its answer: the stream's queue
+// (ReplyStream::kMaxQueued, 256 KiB), the socket's unsent bytes (TCP_NOTSENT_LOWAT, 128 KiB)
+// and the reader's window, about 45 rows of 10 KiB here. On the parent commit the kernel
+// buffered up to 4 MiB more for each such reader, and the node made all of it: 64 readers
+// took both cores for the first 10 s.
+TEST_F(BoundedWorkTest, Issue41_AReaderThatTakesNothingCostsABoundedPartOfTheScan) {
+  ASSERT_NO_FATAL_FAILURE(StartNode());
+  Fill(1000, 10 << 10);  // 10 MB
+  Ok({{"operation", "set_fault"}, {"fault", absl::StrCat(kScanRow, "=delay:1ms")}});  // counts
+  RawConnection reader(node_->port(), "127.0.0.1", /*receive_buffer=*/16 << 10);
+  ASSERT_TRUE(reader.Send(PostRequest(SearchEverything().dump())));
+  // The scan stops where the stream blocks: its row count holds still for a second.
+  int64_t rows = -1;
+  absl::Time since = absl::Now();
+  AssertEventually(
+      [&] {
+        const int64_t now = Hits(kScanRow);
+        if (now != rows) rows = now, since = absl::Now();
+        ASSERT_GT(rows, 0);
+        ASSERT_GE(absl::Now() - since, absl::Seconds(1));
+      },
+      absl::Seconds(30));
+  EXPECT_LE(rows, 80) << "rows of 10 KiB produced for a reader that took nothing";
+}
+
+// Point 3 with decision 133: stream threads run at idle CPU priority (SCHED_IDLE) by
+// default, so the searches the limits allow still yield the cores to point operations
+// (hostile_bench: 64 slow readers and 8 worst-case searchers took the probe's p99 to 2-7x of
+// idle at nice 0-19, 0.7-1.1x at idle); --search-priority low runs them at nice +10.
+TEST_F(BoundedWorkTest, Issue41_StreamThreadsYieldTheCores) {
+  for (const std::string priority : {"idle", "low", "normal"}) {
+    SCOPED_TRACE(priority);
+    node_.reset();
+    ASSERT_NO_FATAL_FAILURE(StartNode({"--search-priority", priority}, priority));
+    Fill(200, 10 << 10);
+    RawConnection reader(node_->port(), "127.0.0.1", /*receive_buffer=*/16 << 10);
+    ASSERT_TRUE(reader.Send(PostRequest(SearchEverything().dump())));
+    auto lowered = [&] {
+      int n = 0;
+      for (auto [policy, nice] : ThreadPolicies(node_->pid())) {
+        n += priority == "idle" ? policy == SCHED_IDLE : priority == "low" ? nice == 10 : 0;
+      }
+      return n;
+    };
+    if (priority == "normal") {
+      EXPECT_EQ(node_->Post(SearchNothing()).status, 200);
+      for (auto [policy, nice] : ThreadPolicies(node_->pid())) {
+        EXPECT_EQ(policy, SCHED_OTHER);
+        EXPECT_EQ(nice, 0);
+      }
+    } else {
+      AssertEventually([&] { ASSERT_EQ(lowered(), 1); }, absl::Seconds(10));
+    }
+    // Only the stream threads: a point operation is answered as before.
+    EXPECT_EQ(node_->Post({{"operation", "describe_all"}}).status, 200);
+  }
 }
 
 // Point 10: HEAD is GET without the body (RFC 9110 §9.3.2), and the connection goes on (on

@@ -21,9 +21,12 @@
 
 namespace cairn::testing {
 
-RawConnection::RawConnection(int port, const std::string& from) {
+RawConnection::RawConnection(int port, const std::string& from, int receive_buffer) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return;
+  if (receive_buffer > 0) {
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
+  }
   sockaddr_in local{};
   local.sin_family = AF_INET;
   inet_pton(AF_INET, from.c_str(), &local.sin_addr);

@@ -16,8 +16,9 @@ namespace cairn::testing {
 
 class RawConnection {
  public:
-  // Connects to 127.0.0.1:`port` from `from` (any 127.x.y.z); check ok().
-  RawConnection(int port, const std::string& from = "127.0.0.1");
+  // Connects to 127.0.0.1:`port` from `from` (any 127.x.y.z); check ok(). A
+  // `receive_buffer` (bytes) fixes SO_RCVBUF, so the kernel reads little ahead of the test.
+  RawConnection(int port, const std::string& from = "127.0.0.1", int receive_buffer = 0);
   ~RawConnection();
   RawConnection(RawConnection&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
   RawConnection(const RawConnection&) = delete;
