@@ -69,10 +69,10 @@ struct HttpServerOptions {
   int worker_threads = 32;
   int max_connections = 4096;
   int max_connections_per_client = 256;
-  absl::Duration request_timeout = absl::Seconds(10);    // first byte to last byte of a request
-  absl::Duration idle_timeout = absl::Seconds(5);        // between requests on one connection
-  absl::Duration write_timeout = absl::Seconds(10);      // per write of an answer
-  absl::Duration operation_timeout = absl::Seconds(60);  // guarantee 8
+  absl::Duration request_timeout = absl::Seconds(10);      // first byte to last byte of a request
+  absl::Duration idle_timeout = absl::Seconds(5);          // between requests on one connection
+  absl::Duration write_timeout = absl::Seconds(10);        // per write of an answer
+  absl::Duration operation_timeout = absl::Seconds(60);    // guarantee 8
   SearchPriority stream_priority = SearchPriority::kIdle;  // of the stream threads (guarantee 8)
   // Failed logins a minute, per address or user, answered without delay (LoginGuard); only a
   // test that fails logins in bulk raises it.

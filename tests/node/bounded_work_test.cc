@@ -1,9 +1,8 @@
 // Issue 41: every request's work is bounded (node/http_server.h guarantees 8 and 9). A real
 // cairnd, driven as a logged-in client that wants to tie the node up would drive it: a search
 // that runs past its deadline or outlives its client, readers that never read, a HEAD.
-#include <sys/ioctl.h>
-
 #include <sched.h>
+#include <sys/ioctl.h>
 
 #include <filesystem>
 #include <fstream>
@@ -200,7 +199,8 @@ std::vector<std::pair<int, int>> ThreadPolicies(pid_t pid) {
 TEST_F(BoundedWorkTest, Issue41_AReaderThatTakesNothingCostsABoundedPartOfTheScan) {
   ASSERT_NO_FATAL_FAILURE(StartNode());
   Fill(1000, 10 << 10);  // 10 MB
-  Ok({{"operation", "set_fault"}, {"fault", absl::StrCat(kScanRow, "=delay:1ms")}});  // counts
+  // Armed, the fault point counts the rows the scan reads.
+  Ok({{"operation", "set_fault"}, {"fault", absl::StrCat(kScanRow, "=delay:1ms")}});
   RawConnection reader(node_->port(), "127.0.0.1", /*receive_buffer=*/16 << 10);
   ASSERT_TRUE(reader.Send(PostRequest(SearchEverything().dump())));
   // The scan stops where the stream blocks: its row count holds still for a second.
@@ -219,8 +219,9 @@ TEST_F(BoundedWorkTest, Issue41_AReaderThatTakesNothingCostsABoundedPartOfTheSca
 
 // Point 3 with decision 133: stream threads run at idle CPU priority (SCHED_IDLE) by
 // default, so the searches the limits allow still yield the cores to point operations
-// (hostile_bench: 64 slow readers and 8 worst-case searchers took the probe's p99 to 2-7x of
-// idle at nice 0-19, 0.7-1.1x at idle); --search-priority low runs them at nice +10.
+// (hostile_bench, README row m: 64 slow readers and 8 worst-case searchers took the probe's
+// p99 to 2-10x of idle at nice 0-19, 1.1-4.1x at idle); --search-priority low runs them at
+// nice +10.
 TEST_F(BoundedWorkTest, Issue41_StreamThreadsYieldTheCores) {
   for (const std::string priority : {"idle", "low", "normal"}) {
     SCOPED_TRACE(priority);
