@@ -59,12 +59,8 @@ std::optional<absl::Duration> LoginGuard::Reserve(absl::string_view address, abs
   return start - now;
 }
 
-absl::Duration LoginGuard::Failed(absl::string_view address, absl::string_view user, absl::Time now,
-                                  bool reserved) {
-  const Keys keys = KeysOf(address, user);
-  absl::MutexLock lock(&mu_);
+int LoginGuard::CountFailureLocked(const Keys& keys, absl::Time now, bool reserved) {
   EndLocked(keys, reserved);
-  ++failures_total_;
   // The next check of the address or the user waits out this failure's delay too.
   if (!keys.user.empty()) {
     Client& u = EntryLocked(keys.user, now);
@@ -74,14 +70,24 @@ absl::Duration LoginGuard::Failed(absl::string_view address, absl::string_view u
   Client& c = EntryLocked(keys.address, now);
   ++c.failures;
   c.next_free = std::max(c.next_free, now + DelayAfter(c.failures));
-  ++c.unlogged;
-  if (now - c.logged_at >= kLogEvery) {
-    spdlog::warn("[{}] failed login as '{}' from {} ({} in the last minute)", node_name_,
-                 std::string(user), std::string(address), c.failures);
-    c.logged_at = now;
-    c.unlogged = 0;
+  return c.failures;
+}
+
+absl::Duration LoginGuard::Failed(absl::string_view address, absl::string_view user, absl::Time now,
+                                  bool reserved) {
+  int failures;
+  {
+    absl::MutexLock lock(&mu_);
+    failures = CountFailureLocked(KeysOf(address, user), now, reserved);
   }
-  return DelayAfter(c.failures);
+  // At most one line per address per kLogEvery (U8), written outside the guard's lock.
+  if (std::optional<uint64_t> unlogged = log_.Event(address, now)) {
+    spdlog::warn(
+        "[{}] failed login as '{}' from {} ({} in the last minute, {} not logged since the last "
+        "line)",
+        node_name_, std::string(user), std::string(address), failures, *unlogged);
+  }
+  return DelayAfter(failures);
 }
 
 absl::Duration LoginGuard::DelayAfter(int failures) const {
@@ -112,9 +118,6 @@ void LoginGuard::Released(absl::string_view address, absl::string_view user) {
   EndLocked(keys, /*reserved=*/true);
 }
 
-uint64_t LoginGuard::failures_total() const {
-  absl::MutexLock lock(&mu_);
-  return failures_total_;
-}
+uint64_t LoginGuard::failures_total() const { return log_.total(); }
 
 }  // namespace cairn::node

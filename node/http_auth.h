@@ -15,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/log_limiter.h"
 
 namespace cairn::node {
 
@@ -54,7 +55,7 @@ class LoginGuard {
   // A reserved check that ended neither way (a token request that was malformed).
   void Released(absl::string_view address, absl::string_view user) ABSL_LOCKS_EXCLUDED(mu_);
 
-  uint64_t failures_total() const ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t failures_total() const;
 
  private:
   static constexpr absl::Duration kLogEvery = absl::Seconds(10);
@@ -65,8 +66,6 @@ class LoginGuard {
     int failures = 0;      // within the window
     int queued = 0;        // reserved checks not yet ended
     absl::Time next_free;  // when the next check may start (invariant 1)
-    int unlogged = 0;      // failures not yet in a log line
-    absl::Time logged_at;  // last log line
   };
   // The entries a check of `address` as `user` counts against: the address's, and the user's
   // when one is claimed.
@@ -76,12 +75,15 @@ class LoginGuard {
   static Keys KeysOf(absl::string_view address, absl::string_view user);
   Client& EntryLocked(const std::string& key, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EndLocked(const Keys& keys, bool reserved) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends a reserved check as failed and counts it against `keys`: the address's failures now.
+  int CountFailureLocked(const Keys& keys, absl::Time now, bool reserved)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string node_name_;
   const int free_failures_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Client> clients_ ABSL_GUARDED_BY(mu_);
-  uint64_t failures_total_ ABSL_GUARDED_BY(mu_) = 0;
+  LogLimiter log_{kLogEvery};  // failed logins per address: the log's pace and the total
 };
 
 }  // namespace cairn::node
