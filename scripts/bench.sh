@@ -43,7 +43,7 @@ if [ "$quick" = 1 ]; then
   search=(--records 3000 --runs 1)
   schema=(--tables 100 --bucket 50 --sample 5)
   role=(--rounds 4)
-  hostile=(--records 3000 --seconds 1)
+  hostile=(--records 3000 --seconds 1 --rounds 1)
 else
   ceiling=() node=() replication=() handover=() copy=() cluster=() drop=() verify=() strip=() search=()
   role=() hostile=()
