@@ -7,9 +7,12 @@ namespace cairn {
 
 absl::Status Deadline::Check() {
   const absl::Time now = absl::Now();
-  if (!cancelled() && client_present_ != nullptr && now >= next_probe_) {
+  if (!cancelled() && (client_present_ != nullptr || pause_ != nullptr) && now >= next_probe_) {
     next_probe_ = now + kProbeEvery;
-    if (!client_present_()) Cancel();
+    if (client_present_ != nullptr && !client_present_()) Cancel();
+    if (!cancelled() && pause_ != nullptr) {
+      if (absl::Status paused = pause_(); !paused.ok()) return paused;
+    }
   }
   if (cancelled()) {
     return Error(ErrorCode::kRequestTimeout, "the request was cancelled: its client left");

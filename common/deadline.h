@@ -34,6 +34,11 @@ class Deadline {
   void Cancel() { cancelled_.store(true, std::memory_order_relaxed); }
   bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
 
+  // Where long work gives way to other work: called by Check() every kProbeEvery, on the
+  // thread that runs the work, which sets it before and clears it after (a stream's CPU slot,
+  // common/cpu_slots.h). It may block; a non-OK status stops the work.
+  void SetPause(std::function<absl::Status()> pause) { pause_ = std::move(pause); }
+
   // OK while the work may go on; REQUEST_TIMEOUT saying why not.
   absl::Status Check();
   // The same without asking whether the client is there: for work that, once its request was
@@ -43,6 +48,7 @@ class Deadline {
  private:
   absl::Time at_;
   const std::function<bool()> client_present_;
+  std::function<absl::Status()> pause_;
   absl::Time next_probe_ = absl::InfinitePast();
   std::atomic<bool> cancelled_{false};
 };

@@ -446,6 +446,7 @@ int Run(const NodeConfig& config) {
   http_options.request_timeout = config.request_timeout;
   http_options.operation_timeout = config.operation_timeout;
   http_options.stream_priority = config.search_priority;
+  http_options.stream_cpus = config.search_cpus;
   http_options.idle_timeout = config.idle_timeout;
   http_options.metrics_require_auth = config.metrics_require_auth;
   http_options.tls_cert_file = config.ops_tls_cert_file;

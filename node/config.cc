@@ -361,6 +361,11 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
                  "(nice +10) or normal")
       ->check(CLI::IsMember({"idle", "low", "normal"}))
       ->capture_default_str();
+  app.add_option("--search-cpus", c.search_cpus,
+                 "streamed searches computing at once, the others wait their turn (0: one "
+                 "fewer than the CPUs, at least 1)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--request-timeout", request_timeout,
                  "how long a request may take from its first byte to its last")
       ->capture_default_str();

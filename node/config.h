@@ -87,6 +87,7 @@ struct NodeConfig {
   absl::Duration operation_timeout = absl::Seconds(60);
   uint64_t max_sort_bytes = 32 << 20;
   SearchPriority search_priority = SearchPriority::kIdle;
+  int search_cpus = 0;  // streamed searches computing at once (0: CPUs - 1; decision 134)
   absl::Duration idle_timeout = absl::Seconds(5);
   bool metrics_require_auth = false;
   // SPEC U5: how long tokens live (create_authentication_tokens).

@@ -159,6 +159,12 @@ void HttpServer::Impl::AddMetrics() {
                   "Operations stopped at their deadline or when their client left (503 "
                   "REQUEST_TIMEOUT, or a streamed answer cut)",
                   "counter", [s] { return static_cast<double>(s->cancelled_operations.load()); }});
+  m->AddExternal({"cairn_search_streams_computing",
+                  "Streamed searches holding a CPU slot (--search-cpus)", "gauge",
+                  [s] { return static_cast<double>(s->stream_cpus.held()); }});
+  m->AddExternal({"cairn_search_streams_waiting",
+                  "Streamed searches waiting for a CPU slot (--search-cpus)", "gauge",
+                  [s] { return static_cast<double>(s->stream_cpus.waiting()); }});
   m->AddExternal({"cairn_http_login_failures_total", "Requests with missing or wrong credentials",
                   "counter", [s] { return static_cast<double>(s->logins.failures_total()); }});
 }

@@ -32,8 +32,9 @@
 //     the workers; its status line waits for its first bytes (an error before them is a plain
 //     error answer); it ends at the deadline, when its client takes nothing for
 //     `write_timeout`, or reads slower than ReplyStream::kMinReadRate. Stream threads run
-//     at `stream_priority` (idle by default), so a search yields the cores to point
-//     operations, and a connection's kernel buffer holds at most 128 KiB unsent.
+//     at `stream_priority` (idle by default), at most `stream_cpus` of them computing at
+//     once (the others wait their turn, common/cpu_slots.h), so a search yields the cores to
+//     point operations, and a connection's kernel buffer holds at most 128 KiB unsent.
 //  9. `HEAD` is answered as `GET` without the body.
 // With a certificate it serves HTTPS only (a plaintext request gets no answer). Thread-safe.
 #pragma once
@@ -74,6 +75,7 @@ struct HttpServerOptions {
   absl::Duration write_timeout = absl::Seconds(10);        // per write of an answer
   absl::Duration operation_timeout = absl::Seconds(60);    // guarantee 8
   SearchPriority stream_priority = SearchPriority::kIdle;  // of the stream threads (guarantee 8)
+  int stream_cpus = 0;  // streams computing at once (guarantee 8; 0: CPUs - 1, at least 1)
   // Failed logins a minute, per address or user, answered without delay (LoginGuard); only a
   // test that fails logins in bulk raises it.
   int free_login_failures = LoginGuard::kFreeFailures;

@@ -118,6 +118,11 @@ bool ReplyStream::ReadFastEnough(absl::Time now) {
   return fast;
 }
 
+bool ReplyStream::Full() const {
+  absl::MutexLock lock(&mu_);
+  return !cancelled_ && queued_.size() >= kMaxQueued;
+}
+
 void ReplyStream::Finish(absl::Status status) {
   bool wake = false;
   {
@@ -172,6 +177,32 @@ void SetStreamThreadPriority(SearchPriority priority) {
     const int nice = std::min(process_nice + HttpShared::kStreamNice, 19);
     ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice);
   }
+}
+
+// Runs a streamed answer's producer while it holds one of `cpus` (decision 134): it waits
+// for a slot before it starts, gives the slot up while its reader keeps it waiting, and
+// hands it to a waiting stream at each of its deadline's probes.
+absl::Status ProduceInTurn(
+    CpuSlots& cpus, Deadline& deadline, ReplyStream& rs,
+    const std::function<absl::Status(const std::function<bool(absl::string_view)>&)>& produce) {
+  CAIRN_RETURN_IF_ERROR(cpus.Acquire(deadline));
+  bool held = true;
+  deadline.SetPause([&] {
+    absl::Status s = held ? cpus.Yield(deadline) : cpus.Acquire(deadline);
+    held = s.ok();
+    return s;
+  });
+  absl::Status status = produce([&](absl::string_view piece) {
+    if (!rs.Full()) return rs.Write(piece);
+    if (held) cpus.Release();
+    held = false;
+    if (!rs.Write(piece)) return false;
+    held = cpus.Acquire(deadline).ok();
+    return held;  // out of time waiting for a slot: stop as at the deadline
+  });
+  deadline.SetPause(nullptr);
+  if (held) cpus.Release();
+  return status;
 }
 
 template <class Stream>
@@ -803,7 +834,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       SetStreamThreadPriority(self->opt_.stream_priority);
       absl::Status status;
       try {
-        status = produce([&rs](absl::string_view piece) { return rs->Write(piece); });
+        status = ProduceInTurn(self->shared_->stream_cpus, *deadline, *rs, produce);
       } catch (const std::exception& e) {
         spdlog::error("[{}] streamed answer to {} failed: {}", self->opt_.node_name, self->address_,
                       e.what());
@@ -1060,7 +1091,8 @@ HttpShared::HttpShared(OperationHandler h, Metrics* m, HttpServerOptions o)
       logins(options.node_name, options.free_login_failures),
       workers(static_cast<size_t>(std::max(1, options.worker_threads))),
       hashers(static_cast<size_t>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 4))),
-      streamers(kStreamThreads) {}
+      streamers(kStreamThreads),
+      stream_cpus(options.stream_cpus) {}
 
 std::string ClientKey(const net::ip::address& address) {
   if (address.is_v4()) return address.to_string();

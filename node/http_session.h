@@ -22,6 +22,7 @@
 #include "boost/asio/ip/tcp.hpp"
 #include "boost/asio/ssl/context.hpp"
 #include "boost/asio/thread_pool.hpp"
+#include "common/cpu_slots.h"
 #include "common/deadline.h"
 #include "node/authenticator.h"
 #include "node/http_auth.h"
@@ -82,6 +83,10 @@ struct HttpShared {
   // would otherwise take the cores from every point operation (issue 41, decision 133).
   static constexpr int kStreamNice = 10;
   boost::asio::thread_pool streamers;
+  // ... and at most options.stream_cpus of them compute at once (decision 134): a thread
+  // woken for a request waits up to a scheduler tick when every CPU runs a stream thread,
+  // whatever its priority.
+  CpuSlots stream_cpus;
   std::atomic<int> hashing{0};
   std::atomic<bool> draining{false};
 
@@ -164,6 +169,9 @@ class ReplyStream {
   // Producer side. False once the connection is gone, too slow, or the deadline passed: stop
   // writing.
   bool Write(absl::string_view piece) ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether a Write now would wait for the reader. Only the producer adds to the queue, so
+  // a false stays false until its next Write.
+  bool Full() const ABSL_LOCKS_EXCLUDED(mu_);
   // The producer is done; an error: the answer is cut short (the client sees a body that does
   // not end well-formed, never a complete one with records missing), or, when nothing was
   // written yet, answered as a plain error.
@@ -189,7 +197,7 @@ class ReplyStream {
   const std::function<void()> wake_;
   const absl::Duration stall_timeout_;
   const absl::Time deadline_;
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   std::string queued_ ABSL_GUARDED_BY(mu_);
   bool scheduled_ ABSL_GUARDED_BY(mu_) = true;  // a Take() is due; the connection starts one
   bool finished_ ABSL_GUARDED_BY(mu_) = false;

@@ -251,6 +251,37 @@ TEST_F(BoundedWorkTest, Issue41_StreamThreadsYieldTheCores) {
   }
 }
 
+// Point 3, decision 134: at most --search-cpus streamed searches compute at once; the others
+// wait their turn, and a slot goes back when its stream ends (on the parent commit there was
+// no such bound: every stream computed at once, and the flag did not exist).
+TEST_F(BoundedWorkTest, Issue41_StreamedSearchesComputeInTurn) {
+  ASSERT_NO_FATAL_FAILURE(StartNode({"--search-cpus", "1"}));
+  Fill(1000, 8);
+  Ok({{"operation", "set_fault"}, {"fault", absl::StrCat(kScanRow, "=delay:20ms")}});
+  {
+    std::vector<std::unique_ptr<RawConnection>> clients;
+    for (int i = 0; i < 3; ++i) {
+      clients.push_back(std::make_unique<RawConnection>(node_->port()));
+      ASSERT_TRUE(clients.back()->Send(PostRequest(SearchNothing().dump())));
+    }
+    AssertEventually(
+        [&] {
+          ASSERT_EQ(Metric("cairn_search_streams_waiting"), 2);
+          ASSERT_EQ(Metric("cairn_search_streams_computing"), 1);
+        },
+        absl::Seconds(30));
+    const int64_t before = Hits(kScanRow);
+    AssertEventually([&] { ASSERT_GE(Hits(kScanRow), before + 10); }, absl::Seconds(30));
+    EXPECT_EQ(Metric("cairn_search_streams_computing"), 1);  // they took turns, one at a time
+  }                                                          // the clients leave
+  AssertEventually(
+      [&] {
+        ASSERT_EQ(Metric("cairn_search_streams_waiting"), 0);
+        ASSERT_EQ(Metric("cairn_search_streams_computing"), 0);
+      },
+      absl::Seconds(30));
+}
+
 // Point 10: HEAD is GET without the body (RFC 9110 §9.3.2), and the connection goes on (on
 // the parent commit its answer carried a body, which the client read as the next answer).
 TEST_F(BoundedWorkTest, Issue41_HeadAnswersWithoutABody) {
