@@ -26,29 +26,32 @@ void CpuSlots::GrantLocked() {
   }
 }
 
-absl::Status CpuSlots::WaitLocked(Waiter* w, const Deadline& deadline) {
-  waiters_.push_back(w);
-  GrantLocked();
-  while (!w->granted) {
-    if (deadline.cancelled() || absl::Now() >= deadline.at()) {
-      waiters_.erase(std::find(waiters_.begin(), waiters_.end(), w));
-      return deadline.cancelled()
+bool CpuSlots::AwaitTurn(Waiter* w, const Deadline& deadline, absl::Status* gave_up) {
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithDeadline(absl::Condition(&w->granted),
+                        std::min(deadline.at(), absl::Now() + deadline.probe_every()));
+  if (w->granted) return true;
+  if (!deadline.cancelled() && absl::Now() < deadline.at()) return false;
+  waiters_.erase(std::find(waiters_.begin(), waiters_.end(), w));
+  *gave_up = deadline.cancelled()
                  ? Error(ErrorCode::kRequestTimeout, "the request was cancelled: its client left")
                  : Error(ErrorCode::kRequestTimeout,
                          "the request ran out of time waiting for a CPU slot "
                          "(--operation-timeout, or its 'timeout_ms')");
-    }
-    // Wakes at the deadline, or to look at a cancellation (Deadline::kProbeEvery).
-    mu_.AwaitWithDeadline(absl::Condition(&w->granted),
-                          std::min(deadline.at(), absl::Now() + Deadline::kProbeEvery));
-  }
-  return absl::OkStatus();
+  return true;
 }
 
-absl::Status CpuSlots::Acquire(const Deadline& deadline) {
-  absl::MutexLock lock(&mu_);
+absl::Status CpuSlots::Acquire(Deadline& deadline) {
   Waiter w;
-  return WaitLocked(&w, deadline);
+  {
+    absl::MutexLock lock(&mu_);
+    waiters_.push_back(&w);
+    GrantLocked();
+  }
+  absl::Status gave_up;
+  // Between waits, outside the lock: whether the client is still there.
+  while (!AwaitTurn(&w, deadline, &gave_up)) deadline.ProbeClient();
+  return gave_up;
 }
 
 void CpuSlots::Release() {
@@ -57,13 +60,14 @@ void CpuSlots::Release() {
   GrantLocked();
 }
 
-absl::Status CpuSlots::Yield(const Deadline& deadline) {
-  absl::MutexLock lock(&mu_);
-  if (waiters_.empty()) return absl::OkStatus();
-  --held_;
-  Waiter w;
-  return WaitLocked(
-      &w, deadline);  // queued behind every earlier waiter, which GrantLocked serves first
+absl::Status CpuSlots::Yield(Deadline& deadline) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (waiters_.empty()) return absl::OkStatus();
+    --held_;
+    GrantLocked();  // to the longest waiting; this task queues behind every one (invariant 2)
+  }
+  return Acquire(deadline);
 }
 
 int CpuSlots::held() const {

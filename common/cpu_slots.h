@@ -1,7 +1,7 @@
 // CpuSlots: how many long-running, low-priority tasks (streamed searches, issue 41) use a CPU
 // at once. A task holds a slot while it computes, gives it up while it waits on something
-// else (its reader), and hands it to a waiting task at each of its deadline's probes
-// (Deadline::SetPause, every Deadline::kProbeEvery), so that they take turns.
+// else (its reader), and hands it to a waiting task after each Deadline::kProbeEvery of its
+// own work (Deadline::SetPause; the time it waited does not count), so that they take turns.
 //
 // Why a count and not only a priority (decision 134): stream threads run at SCHED_IDLE, but on
 // this kind of machine a thread woken for a request still waits up to a scheduler tick (4 ms)
@@ -37,13 +37,13 @@ class CpuSlots {
   int slots() const { return slots_; }
 
   // Waits for a slot: OK once held; REQUEST_TIMEOUT, holding none, when `deadline` passes
-  // or is cancelled first.
-  absl::Status Acquire(const Deadline& deadline) ABSL_LOCKS_EXCLUDED(mu_);
+  // or its client leaves first (asked every deadline.probe_every() while it waits).
+  absl::Status Acquire(Deadline& deadline) ABSL_LOCKS_EXCLUDED(mu_);
   // Gives a held slot back.
   void Release() ABSL_LOCKS_EXCLUDED(mu_);
   // For a task that holds a slot: when another task waits, gives the slot back and waits for
   // its turn again (invariant 2). The status as Acquire's; OK at once when nobody waits.
-  absl::Status Yield(const Deadline& deadline) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Yield(Deadline& deadline) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Tasks holding a slot, and waiting for one (for tests and /metrics).
   int held() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -55,8 +55,10 @@ class CpuSlots {
   };
   // Hands free slots to the longest waiting tasks (invariant 2).
   void GrantLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Queues `w` and waits until it is granted a slot, or gives up at the deadline.
-  absl::Status WaitLocked(Waiter* w, const Deadline& deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits up to one deadline.probe_every() for `w`'s slot. True: granted, or gave up
+  // (dequeued, `*gave_up` set) because the deadline passed or was cancelled.
+  bool AwaitTurn(Waiter* w, const Deadline& deadline, absl::Status* gave_up)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   const int slots_;
   mutable absl::Mutex mu_;

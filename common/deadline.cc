@@ -5,13 +5,24 @@
 
 namespace cairn {
 
+void Deadline::SetPause(std::function<absl::Status()> pause) {
+  pause_ = std::move(pause);
+  next_probe_ = absl::Now() + probe_every_;
+}
+
+bool Deadline::ProbeClient() {
+  next_probe_ = absl::Now() + probe_every_;
+  if (!cancelled() && client_present_ != nullptr && !client_present_()) Cancel();
+  return !cancelled();
+}
+
 absl::Status Deadline::Check() {
-  const absl::Time now = absl::Now();
-  if (!cancelled() && (client_present_ != nullptr || pause_ != nullptr) && now >= next_probe_) {
-    next_probe_ = now + kProbeEvery;
-    if (client_present_ != nullptr && !client_present_()) Cancel();
-    if (!cancelled() && pause_ != nullptr) {
-      if (absl::Status paused = pause_(); !paused.ok()) return paused;
+  if (!cancelled() && (client_present_ != nullptr || pause_ != nullptr) &&
+      absl::Now() >= next_probe_) {
+    if (ProbeClient() && pause_ != nullptr) {
+      absl::Status paused = pause_();
+      next_probe_ = absl::Now() + probe_every_;  // the time paused is not the work's
+      if (!paused.ok()) return paused;
     }
   }
   if (cancelled()) {

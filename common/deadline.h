@@ -15,17 +15,19 @@ namespace cairn {
 
 class Deadline {
  public:
-  // How often Check() asks `client_present` whether the client is still there.
+  // How often Check() asks `client_present` whether the client is still there, and pauses.
   static constexpr absl::Duration kProbeEvery = absl::Milliseconds(20);
 
   // `client_present`, when set, says whether the request's client is still connected; it is
-  // called by Check() at most every kProbeEvery.
-  explicit Deadline(absl::Time at, std::function<bool()> client_present = nullptr)
-      : at_(at), client_present_(std::move(client_present)) {}
+  // called by Check() at most every `probe_every` (kProbeEvery but in tests).
+  explicit Deadline(absl::Time at, std::function<bool()> client_present = nullptr,
+                    absl::Duration probe_every = kProbeEvery)
+      : at_(at), client_present_(std::move(client_present)), probe_every_(probe_every) {}
   Deadline(const Deadline&) = delete;
   Deadline& operator=(const Deadline&) = delete;
 
   absl::Time at() const { return at_; }
+  absl::Duration probe_every() const { return probe_every_; }
   // A request's own, shorter deadline (never a later one).
   void Tighten(absl::Time at) {
     if (at < at_) at_ = at;
@@ -34,10 +36,15 @@ class Deadline {
   void Cancel() { cancelled_.store(true, std::memory_order_relaxed); }
   bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
 
-  // Where long work gives way to other work: called by Check() every kProbeEvery, on the
-  // thread that runs the work, which sets it before and clears it after (a stream's CPU slot,
-  // common/cpu_slots.h). It may block; a non-OK status stops the work.
-  void SetPause(std::function<absl::Status()> pause) { pause_ = std::move(pause); }
+  // Where long work gives way to other work: called by Check() every probe_every() of work
+  // (the time it blocks does not count), first probe_every() after it is set, on the thread that
+  // runs the work, which sets it before and clears it after (a stream's CPU slot,
+  // common/cpu_slots.h). A non-OK status stops the work.
+  void SetPause(std::function<absl::Status()> pause);
+  // Asks now whether the client is still there (when `client_present` can tell), cancelling
+  // when it is not: for work that waits outside Check() (a stream queued for a CPU slot). On
+  // the thread that runs the work. False: cancelled.
+  bool ProbeClient();
 
   // OK while the work may go on; REQUEST_TIMEOUT saying why not.
   absl::Status Check();
@@ -48,6 +55,7 @@ class Deadline {
  private:
   absl::Time at_;
   const std::function<bool()> client_present_;
+  const absl::Duration probe_every_;
   std::function<absl::Status()> pause_;
   absl::Time next_probe_ = absl::InfinitePast();
   std::atomic<bool> cancelled_{false};

@@ -186,23 +186,30 @@ absl::Status ProduceInTurn(
     CpuSlots& cpus, Deadline& deadline, ReplyStream& rs,
     const std::function<absl::Status(const std::function<bool(absl::string_view)>&)>& produce) {
   CAIRN_RETURN_IF_ERROR(cpus.Acquire(deadline));
-  bool held = true;
-  deadline.SetPause([&] {
-    absl::Status s = held ? cpus.Yield(deadline) : cpus.Acquire(deadline);
-    held = s.ok();
+  // The slot while the producer computes: given back however the producer ends (an exception
+  // included), and the deadline left without a pause.
+  struct Turn {
+    CpuSlots& cpus;
+    Deadline& deadline;
+    bool held = true;
+    ~Turn() {
+      deadline.SetPause(nullptr);
+      if (held) cpus.Release();
+    }
+  } turn{cpus, deadline};
+  deadline.SetPause([&turn] {
+    absl::Status s = turn.held ? turn.cpus.Yield(turn.deadline) : turn.cpus.Acquire(turn.deadline);
+    turn.held = s.ok();
     return s;
   });
-  absl::Status status = produce([&](absl::string_view piece) {
+  return produce([&](absl::string_view piece) {
     if (!rs.Full()) return rs.Write(piece);
-    if (held) cpus.Release();
-    held = false;
+    if (turn.held) cpus.Release();
+    turn.held = false;
     if (!rs.Write(piece)) return false;
-    held = cpus.Acquire(deadline).ok();
-    return held;  // out of time waiting for a slot: stop as at the deadline
+    turn.held = cpus.Acquire(deadline).ok();
+    return turn.held;  // out of time waiting for a slot: stop as at the deadline
   });
-  deadline.SetPause(nullptr);
-  if (held) cpus.Release();
-  return status;
 }
 
 template <class Stream>

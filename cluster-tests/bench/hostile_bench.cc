@@ -114,8 +114,9 @@ void SlowReader(const Target& t, const std::atomic<bool>& stop, std::atomic<uint
 // How the worst searches ended.
 struct WorstCounts {
   std::atomic<uint64_t> answered{0};  // 200 with the whole answer
-  std::atomic<uint64_t> refused{0};   // any other answer: 400 over a limit, 503 at the deadline
-  std::atomic<uint64_t> cut{0};       // still running when its window ended: the bench hung up
+  std::atomic<uint64_t> refused{0};   // another status: 400 over a limit, 503 at the deadline
+  std::atomic<uint64_t> cut{0};       // running when its window ended (the bench hung up), or a 200
+                                      // the node cut short
 };
 
 // Sends `request` (which asks to close after the answer) and reads the answer to its end, or
@@ -123,7 +124,7 @@ struct WorstCounts {
 void OneWorstSearch(const Target& t, const std::string& request, const std::atomic<bool>& stop,
                     WorstCounts* counts) {
   const int fd = Dial(t.port);
-  if (fd < 0) return;
+  if (fd < 0) return;  // tried again by the caller
   std::string answer;
   bool ended = false;
   if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
@@ -143,14 +144,13 @@ void OneWorstSearch(const Target& t, const std::string& request, const std::atom
     }
   }
   ::close(fd);
-  if (!ended) {
-    counts->cut.fetch_add(1);
-  } else if (absl::StartsWith(answer, "HTTP/1.1 200") &&
-             (absl::StrContains(answer.substr(0, 1024), "Content-Length:") ||
-              absl::EndsWith(answer, "\r\n0\r\n\r\n"))) {
+  if (ended && !absl::StartsWith(answer, "HTTP/1.1 200")) {
+    counts->refused.fetch_add(1);
+  } else if (ended && (absl::StrContains(answer.substr(0, 1024), "Content-Length:") ||
+                       absl::EndsWith(answer, "\r\n0\r\n\r\n"))) {
     counts->answered.fetch_add(1);  // a streamed answer cut by the node lacks its last chunk
   } else {
-    counts->refused.fetch_add(1);
+    counts->cut.fetch_add(1);
   }
 }
 
@@ -261,11 +261,18 @@ int main(int argc, char** argv) {
   };
 
   // Waits until the node has let go of the attackers' connections (a stream holds its own
-  // until its thread sees the client gone), so that the next window starts from a node at rest.
-  const double resting = cluster->node("n1").Metric("cairn_http_connections");
+  // until its thread sees the client gone), so that the next window starts from a node at
+  // rest: the probe's connection and the one reading the gauge, counted once the probe is
+  // connected.
+  auto warm = probe->Post("/", json{{"operation", "describe_all"}}.dump(), "application/json");
+  if (!warm || warm->status != 200) Die("the probe could not reach the node");
+  auto connections = [&] { return cluster->node("n1").Metric("cairn_http_connections"); };
+  const double resting = connections();
+  if (resting < 1) Die("cannot read cairn_http_connections from the node");
+  std::fprintf(stderr, "hostile_bench: %.0f connections at rest\n", resting);
   auto settle = [&] {
     const absl::Time deadline = absl::Now() + absl::Seconds(60);
-    while (cluster->node("n1").Metric("cairn_http_connections") > resting) {
+    for (double open = connections(); open < 0 || open > resting; open = connections()) {
       if (absl::Now() > deadline) Die("the node kept the attackers' connections for 60 s");
       absl::SleepFor(absl::Milliseconds(20));  // polling with a deadline
     }

@@ -63,6 +63,23 @@ TEST(CpuSlotsTest, AWaitEndsAtTheDeadlineOrACancelHoldingNothing) {
   EXPECT_EQ(cpus.held(), 0);  // the ones that gave up hold nothing
 }
 
+// A stream queued for a slot asks whether its client is still there (nothing else would
+// tell it before its turn: the review found it waiting for its 60 s deadline).
+TEST(CpuSlotsTest, AQueuedTaskNoticesItsClientLeaving) {
+  CpuSlots cpus(1);
+  Deadline holder = InSeconds(60);
+  ASSERT_OK(cpus.Acquire(holder));
+  std::atomic<bool> present{true};
+  Deadline queued(absl::Now() + absl::Seconds(60), [&] { return present.load(); });
+  auto waiting = std::async(std::launch::async, [&] { return cpus.Acquire(queued); });
+  ASSERT_EVENTUALLY([&] { ASSERT_EQ(cpus.waiting(), 1); });
+  present = false;
+  EXPECT_EQ(GetErrorCode(waiting.get()), ErrorCode::kRequestTimeout);
+  EXPECT_TRUE(queued.cancelled());
+  EXPECT_EQ(cpus.waiting(), 0);
+  cpus.Release();
+}
+
 TEST(CpuSlotsTest, ZeroMeansOneFewerThanTheCpus) {
   CpuSlots cpus(0);
   EXPECT_EQ(cpus.slots(), std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1));
