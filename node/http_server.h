@@ -1,5 +1,5 @@
 // HttpServer: the operations API over HTTP/1.1, on Boost.Beast over Asio, built for a hostile
-// network (docs/design/0007-front-doors.md). `POST /` runs an operation, `GET /health` and
+// network (docs/design/0008-front-doors.md). `POST /` runs an operation, `GET /health` and
 // `GET /metrics` answer without credentials (unless --metrics-require-auth).
 //
 // What it guarantees, whatever a client sends (each is a test in tests/node/front_door_test.cc):

@@ -140,8 +140,8 @@ class Cluster {
   // serves. (Catalog changes are followed from construction on.)
   absl::Status Start() ABSL_LOCKS_EXCLUDED(mu_);
   // add_node (R13): adds a route and, once started, dials it. `persist`: stored in the
-  // catalog family, so it is dialed again after a restart. ALREADY_EXISTS for a known route,
-  // BAD_REQUEST for this node's own name.
+  // catalog family, so it is dialed again after a restart. BAD_REQUEST for this node's own name
+  // and for a name already routed.
   absl::Status AddPeer(const PeerRoute& route, bool persist = false) ABSL_LOCKS_EXCLUDED(mu_);
   // remove_node: forgets a route (and its stored row) and ends its outbound link. A route from
   // the configuration returns at the next start. NODE_NOT_FOUND for an unknown name.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Include rules (DEVELOPERS.md layout, STYLE.md 2.1):
+# Include rules (README.md "Layout", ../shared/STYLE.md 2.1):
 #  1. dependencies point one way: node -> replication -> catalog -> storage -> common;
 #  2. catalog/ and storage/ (and common/) never include gRPC;
 #  3. <component>/internal/ headers are included only from that component and its tests.
