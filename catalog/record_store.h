@@ -217,6 +217,10 @@ class RecordStore {
   // row generation the marker retires.
   absl::StatusOr<PeerDropResult> ApplyPeerDrop(absl::string_view db, absl::string_view table,
                                                Hlc dropped_time);
+  // C14 in full: Catalog::ApplyPeerDropDatabase (C8 table by table; `stamp_of` as there),
+  // then the purge of every generation it keeps. Results per table.
+  absl::StatusOr<std::vector<std::pair<std::string, PeerDropResult>>> ApplyPeerDropDatabase(
+      absl::string_view db, const Catalog::TableStampFn& stamp_of);
   // Runs every purge a marker left pending (storage::PurgeKey): after ApplyPeerDrop, and once
   // after opening, before serving (a crash between the marker and its purge).
   absl::Status ResumePendingPurges();

@@ -213,4 +213,14 @@ absl::StatusOr<PeerDropResult> RecordStore::ApplyPeerDrop(absl::string_view db,
   return r;
 }
 
+absl::StatusOr<std::vector<std::pair<std::string, PeerDropResult>>>
+RecordStore::ApplyPeerDropDatabase(absl::string_view db, const Catalog::TableStampFn& stamp_of) {
+  CAIRN_ASSIGN_OR_RETURN(auto results, catalog_->ApplyPeerDropDatabase(db, stamp_of));
+  // As ApplyPeerDrop: each kept generation's purge was recorded in its marker's batch.
+  const bool kept = std::any_of(results.begin(), results.end(),
+                                [](const auto& r) { return r.second == PeerDropResult::kKept; });
+  if (kept) CAIRN_RETURN_IF_ERROR(ResumePendingPurges());
+  return results;
+}
+
 }  // namespace cairn::catalog

@@ -11,6 +11,11 @@
 // on this node wakes every link's sender through the change log's listener (OnCommit), but
 // for one that only applied a peer's own writes (LinkSession::NotifyCommit).
 //
+// Implemented by concern: cluster.cc (start and stop, membership, sessions, fan-out,
+// retention, the cut hook), peer_service.cc (the Peer service and authentication),
+// cluster_dial.cc (dialers and channels), cluster_forward.cc (forwarded drops, both ways),
+// cluster_verify.cc (anti-entropy's calls), cluster_status.cc (cluster_status).
+//
 // Lock order: membership_mu_ before ListenerHook::mu before Cluster::mu_ before
 // LinkSession::mu_. Only membership_mu_ is held across a storage write (a peer row, by
 // add_node / remove_node, which it serializes); none is held across network I/O or catalog
@@ -223,6 +228,11 @@ class Cluster {
   absl::Status CallVerify(const std::string& peer, const peer::v1::VerifyRequest& request,
                           peer::v1::VerifyResponse* response, absl::Duration timeout)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // R9, R10, C8, C14: applies a drop `peer` forwarded (authenticated, its provenance checked)
+  // and says what became of it in `response` ("dropped", "kept", "absent"); R16 refuses a
+  // stamp from the future. Not OK: the call fails with it.
+  absl::Status ServeForward(const std::string& peer, const peer::v1::ForwardRequest& request,
+                            peer::v1::ForwardResponse* response) ABSL_LOCKS_EXCLUDED(mu_);
   // Cancels every Verify call in flight and refuses new ones (CANCELLED): shutdown.
   void CancelVerifyCalls() ABSL_LOCKS_EXCLUDED(mu_);
   // Connected peers with a route from here that advertised verify.v1, by name.
@@ -264,7 +274,8 @@ class Cluster {
   uint64_t schema_resyncs() const { return schema_resyncs_.load(); }
 
  private:
-  class Service;
+  class Service;  // peer_service.cc
+  static std::unique_ptr<grpc::Service> NewService(Cluster* cluster);
   struct PeerState {
     std::string address;  // empty for a peer known only from an inbound link
     int links = 0;        // open sessions with it (either direction)
@@ -284,6 +295,10 @@ class Cluster {
   PeerDropStatus Forward(const PeerRoute& route, const peer::v1::ForwardRequest& request);
   std::vector<PeerDropStatus> ForwardToAll(const peer::v1::ForwardRequest& request)
       ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status ServeDropTable(const std::string& peer, const peer::v1::DropTable& d,
+                              peer::v1::ForwardResponse* response) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status ServeDropDatabase(const std::string& peer, const peer::v1::DropDatabase& d,
+                                 peer::v1::ForwardResponse* response) ABSL_LOCKS_EXCLUDED(mu_);
   void OnCatalogChange() ABSL_LOCKS_EXCLUDED(mu_);
   // `origin`: every entry the commit made visible is that peer's own write, with its place in
   // the peer's log (ReceiverState::Apply's tag); null: anything.
@@ -301,7 +316,7 @@ class Cluster {
 
   catalog::LocalNode* const node_;
   const ClusterOptions options_;
-  std::unique_ptr<Service> service_;
+  std::unique_ptr<grpc::Service> service_;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> unknown_messages_{0};
   mutable LogLimiter refusals_{kRefusalLogEvery};  // Authenticate's, per source address

@@ -1,5 +1,5 @@
 // Cluster, anti-entropy's transport (SPEC R18): the caller's Verify calls and which peers a
-// background verify visits. The callee's side is Cluster::Service::Verify (cluster.cc).
+// background verify visits. The callee's side is Cluster::Service::Verify (peer_service.cc).
 #include <algorithm>
 #include <chrono>
 
