@@ -138,9 +138,16 @@ std::optional<Branch> BranchOf(const TableDef& def, const Condition& leaf) {
 // An `or` of more branches that may read the same rows than this is planned as one scan.
 constexpr size_t kMaxOverlappingBranches = 8;
 
+// Numbers by value, exactly (decision 132): nlohmann's == compares an integer with a double
+// through a double, which made `equals 100000000000000001` the same leaf as `equals 1e17`.
+bool SameValue(const json& a, const json& b) {
+  if (a.is_number() && b.is_number()) return storage::CompareNumbers(a, b) == 0;
+  return a == b;
+}
+
 bool SameLeaf(const Condition& a, const Condition& b) {
-  return a.attribute == b.attribute && a.comparator == b.comparator && a.value == b.value &&
-         a.upper == b.upper;
+  return a.attribute == b.attribute && a.comparator == b.comparator &&
+         SameValue(a.value, b.value) && SameValue(a.upper, b.upper);
 }
 
 // How many branches of `plan` may read a row another branch reads: a branch that reads a

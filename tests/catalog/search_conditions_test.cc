@@ -273,6 +273,31 @@ TEST_F(SearchConditionsTest, Issue41_IntegersBeyondInt64CompareExactly) {
   }
 }
 
+// Issue 41, point 11, found by Decision104_IndexReadsFindWhatAScanFinds (seed
+// 1796438079147925915): an `or` planner that dropped a branch "whose leaf an earlier branch
+// has" compared the two leaves' values as nlohmann does, through a double, so `equals 1e17`
+// and `equals 100000000000000001` were one leaf and the second branch was never read.
+TEST_F(SearchConditionsTest, Issue41_AnOrKeepsBranchesWhoseNumbersShareADouble) {
+  TableSpec spec = Spec("db", "t");
+  spec.attributes->push_back({"n", v1::ANY, true});
+  ASSERT_OK(catalog().CreateTable(spec));
+  ASSERT_OK(records().Write("db", "t",
+                            {{{"id", 1}, {"n", 1e17}},
+                             {{"id", 2}, {"n", int64_t{100000000000000001}}},
+                             {{"id", 3}, {"n", UINT64_MAX}},
+                             {{"id", 4}, {"n", UINT64_MAX - 1}}},
+                            WriteMode::kInsert));
+  const json or_op = "or";
+  auto ids = [&](const json& a, const json& b) {
+    std::vector<json> got = Ids(Search("t", {C("n", "equals", a), C("n", "equals", b)}, &or_op));
+    std::sort(got.begin(), got.end());
+    return json(got);
+  };
+  EXPECT_EQ(ids(1e17, int64_t{100000000000000001}), json({1, 2}));
+  EXPECT_EQ(ids(UINT64_MAX, UINT64_MAX - 1), json({3, 4}));
+  EXPECT_EQ(ids(5, 5.0), json::array());  // one leaf: the same rows
+}
+
 TEST_F(SearchConditionsTest, Decision104_AnArrayRowComesOnce) {
   TableSpec spec = Spec("db", "t");
   spec.attributes->push_back({"list", v1::ANY, true});
