@@ -173,12 +173,6 @@ const std::vector<OpsApi::Operation>& OpsApi::Operations() {
   return *ops;
 }
 
-std::vector<std::string> OpsApi::OperationNames() {
-  std::vector<std::string> names;
-  for (const Operation& op : Operations()) names.push_back(op.name);
-  return names;
-}
-
 namespace {
 
 // Why `body` is not JSON, in words a client can act on: the parser's message, after the field

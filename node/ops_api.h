@@ -75,9 +75,6 @@ class OpsApi {
   // The same for an in-process caller, who may do everything.
   Reply Handle(absl::string_view body) const { return Handle(body, Caller::Internal()); }
 
-  // The operations this node answers, in SPEC §5 order (for help texts and tests).
-  static std::vector<std::string> OperationNames();
-
  private:
   class Fields;
   using Handler = absl::StatusOr<Reply> (OpsApi::*)(const Fields&) const;

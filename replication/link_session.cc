@@ -35,26 +35,27 @@ LinkSession::LinkSession(Cluster* cluster, std::unique_ptr<LinkStream> stream, s
 
 void LinkSession::CatalogChanged() {
   absl::MutexLock lock(&mu_);
-  dirty_ = true;
-  refetch_check_ = true;
+  schema_out_.round_due = true;
+  records_in_.catalog_changed = true;
 }
 
 void LinkSession::NotifyCommit(absl::string_view db, const std::string* origin) {
   absl::MutexLock lock(&mu_);
   // In a full mesh a receiver's applies are all of this kind: waking each link's writer for
   // entries it will not send cost two wakeups per replicated batch.
-  if (origin != nullptr && serving_ &&
-      (*origin == peer_ ? !peer_echoes_ : peer_direct_.contains({std::string(db), *origin}))) {
-    data_later_ = true;
+  RecordsOut& out = records_out_;
+  if (origin != nullptr && out.peer_subscribed &&
+      (*origin == peer_ ? !out.echoes_asked : out.skipping.contains({std::string(db), *origin}))) {
+    out.commits_not_woken = true;
     return;
   }
-  data_hint_ = true;
+  out.maybe_more = true;
 }
 
 void LinkSession::NotifyOrigins(bool urgent) {
   absl::MutexLock lock(&mu_);
-  advert_hint_ = true;
-  advert_urgent_ = advert_urgent_ || urgent;
+  adverts_out_.changed = true;
+  adverts_out_.urgent = adverts_out_.urgent || urgent;
 }
 
 void LinkSession::Cancel() {
@@ -88,17 +89,19 @@ absl::StatusOr<bool> LinkSession::ReadHello() {
   auto has = [&](const char* cap) {
     return std::find(caps.begin(), caps.end(), cap) != caps.end();
   };
-  absl::MutexLock lock(&mu_);
-  peer_hello_ = true;
-  peer_schema_ = has(kSchemaCapability);
-  peer_attribute_markers_ = peer_schema_ && has(kAttributeMarkersCapability);
-  peer_schema_delta_ = peer_schema_ && has(kSchemaDeltaCapability);
-  peer_users_ = peer_schema_ && has(kUsersCapability);
+  PeerHello accepted;
+  accepted.received = true;
+  accepted.schema = has(kSchemaCapability);
+  accepted.attribute_markers = accepted.schema && has(kAttributeMarkersCapability);
+  accepted.schema_delta = accepted.schema && has(kSchemaDeltaCapability);
+  accepted.users = accepted.schema && has(kUsersCapability);
   // Records need both: a batch is only applicable after its table's schema.
-  peer_records_ = peer_schema_ && has(kRecordsCapability);
-  peer_echo_ = peer_records_ && has(kEchoCapability);
-  peer_origins_ = peer_records_ && has(kOriginsCapability);
-  peer_log_id_ = hello.log_id();
+  accepted.records = accepted.schema && has(kRecordsCapability);
+  accepted.echo = accepted.records && has(kEchoCapability);
+  accepted.origins = accepted.records && has(kOriginsCapability);
+  accepted.log_id = hello.log_id();
+  absl::MutexLock lock(&mu_);
+  hello_ = accepted;
   return true;
 }
 
@@ -122,9 +125,9 @@ std::vector<peer::v1::DbSchema> LinkSession::SchemaRound(const catalog::CatalogS
       for (size_t i = 0; i < out.size(); ++i) {
         // Only while the peer's last digest agreed with ours: a database apart (or with a
         // skip to retry) may hold what a remembered state no longer describes.
-        if (digest_watch_.contains(out[i].database())) continue;
-        auto told = peer_states_.find(out[i].database());
-        if (told != peer_states_.end()) held[i] = NamesThePeerHolds(told->second, ours[i]);
+        if (schema_in_.apart.contains(out[i].database())) continue;
+        auto told = schema_in_.told.find(out[i].database());
+        if (told != schema_in_.told.end()) held[i] = NamesThePeerHolds(told->second, ours[i]);
       }
     }
     for (size_t i = 0; i < out.size(); ++i) DropNames(held[i], &out[i]);
@@ -146,7 +149,7 @@ absl::Status LinkSession::ApplySchema(const peer::v1::DbSchema& schema) {
     // (a round built before the apply finds this node's state different and sends it).
     NameStates states = StatesOf(schema);
     absl::MutexLock lock(&mu_);
-    NameStates& told = peer_states_[schema.database()];
+    NameStates& told = schema_in_.told[schema.database()];
     if (!schema.delta()) {
       told = std::move(states);
     } else {
@@ -170,20 +173,20 @@ absl::Status LinkSession::ApplySchema(const peer::v1::DbSchema& schema) {
   const uint64_t ours = SchemaDigest(*snap, schema.database(), exclusions);
   const absl::Time now = absl::Now();
   absl::MutexLock lock(&mu_);
-  auto it = digest_watch_.find(schema.database());
+  auto& apart = schema_in_.apart;
+  auto it = apart.find(schema.database());
   // Something the peer sent is not here: retried until a whole DbSchema applies cleanly (the
   // digest covers names only, so equal digests do not prove a type or a stamp arrived).
-  const bool retry =
-      stats.skipped > 0 || (schema.delta() && it != digest_watch_.end() && it->second.retry);
+  const bool retry = stats.skipped > 0 || (schema.delta() && it != apart.end() && it->second.retry);
   if (ours == schema.digest() && !retry) {
-    if (it != digest_watch_.end()) digest_watch_.erase(it);
+    if (it != apart.end()) apart.erase(it);
     return absl::OkStatus();
   }
   // Apart: what the peer told of names may no longer be what it holds (a local-only drop
   // there sends a name with nothing in it). Forgotten; rebuilt from what it sends next.
-  peer_states_.erase(schema.database());
-  if (it == digest_watch_.end()) {
-    it = digest_watch_.try_emplace(schema.database()).first;
+  schema_in_.told.erase(schema.database());
+  if (it == apart.end()) {
+    it = apart.try_emplace(schema.database()).first;
     it->second.since = it->second.next_request = now;
   }
   DigestWatch& w = it->second;
@@ -196,8 +199,8 @@ absl::Status LinkSession::ApplySchema(const peer::v1::DbSchema& schema) {
     // once per such pair, and it takes what it lacks; when it too finds the difference real,
     // the exchange stops there.
     if (w.settled != pair) {
-      schema_full_.insert(schema.database());
-      dirty_ = true;
+      schema_out_.whole.insert(schema.database());
+      schema_out_.round_due = true;
     }
     w.settled = pair;
   }
@@ -209,8 +212,9 @@ std::vector<std::string> LinkSession::DueSchemaRequests(const catalog::CatalogSn
                                                         const Exclusions& exclusions,
                                                         absl::Time now) {
   std::vector<std::string> due;
-  if (!peer_schema_delta_ || digest_watch_.empty()) return due;
-  for (auto& [db, w] : digest_watch_) {
+  mu_.AssertHeld();
+  if (!hello_.schema_delta || schema_in_.apart.empty()) return due;
+  for (auto& [db, w] : schema_in_.apart) {
     if (now - w.since < kSchemaResyncAfter) continue;
     // A retry goes again early once this node changed the database (a drop that held a
     // skipped table back may have finished), else after the backoff.
@@ -242,144 +246,161 @@ bool LinkSession::DatabaseChangedSince(const std::string& db, uint64_t version) 
   return false;
 }
 
+bool LinkSession::WorkDue() const {
+  return done_ || schema_out_.Due(hello_) || records_in_.Due() || records_out_.RequestsDue() ||
+         adverts_out_.Due(hello_, records_in_) || records_out_.BatchesDue();
+}
+
+absl::Duration LinkSession::IdleWait(const LogSender& sender) const {
+  if (adverts_out_.deferred) return kAdvertInterval;
+  if (sender.holding() || records_out_.commits_not_woken || !records_out_.skipping.empty()) {
+    return kHoldLimit / 4;
+  }
+  return absl::Seconds(1);
+}
+
+void LinkSession::TakeRound(LogSender* sender, Round* round) {
+  // Taken before round_due is cleared below: a change published after it sets round_due
+  // again and causes exactly one more round (coalescing, R3).
+  round->snap = cluster_->node()->catalog->Snapshot();
+  // Records in: this node's Subscribe and Refetches, and the ack of what it applied.
+  RecordsIn& in = records_in_;
+  while (!in.outbox.empty()) {
+    // Adverts follow this link's Subscribe, each one the changes since the one before.
+    if (in.outbox.front().has_subscribe()) advert_told_.clear();
+    round->control.push_back(std::move(in.outbox.front()));
+    in.outbox.pop_front();
+  }
+  if (in.ack_due) {
+    round->control.emplace_back().mutable_ack()->set_batch_no(in.applied_no);
+    in.ack_due = false;
+    in.ack_sent_no = in.applied_no;
+  }
+  // Adverts out (cheap when nothing changed).
+  round->advert_due = in.claimed && hello_.origins;
+  adverts_out_.changed = false;
+  adverts_out_.urgent = false;
+  // Records out: the peer's requests go to the sender.
+  RecordsOut& out = records_out_;
+  if (out.subscribe.has_value()) {
+    out.skipping.clear();  // nothing is skipped until the peer advertises again
+    out.echoes_asked = out.subscribe->echo_size() > 0;
+    sender->Subscribe(*out.subscribe);
+    out.subscribe.reset();
+    out.peer_subscribed = true;
+    schema_out_.round_due = true;  // a fresh DB_SCHEMA round before the first batch
+  }
+  for (const peer::v1::Refetch& r : out.refetches) {
+    out.echoes_asked = out.echoes_asked || r.echo_size() > 0;
+    sender->Refetch(r);
+    // R14: the peer needs our current definitions before the rows, whether or not they
+    // changed since the last round (a marker there just retired its copy).
+    for (const peer::v1::TableRefetch& t : r.tables()) schema_out_.whole.insert(t.database());
+    schema_out_.round_due = true;
+  }
+  out.refetches.clear();
+  if (out.peer_subscribed) {
+    for (const peer::v1::OriginAdvert& a : out.adverts) sender->Advertise(a);
+  }
+  out.adverts.clear();
+  out.maybe_more = false;  // a commit from here on sets it again
+  out.commits_not_woken = false;
+  round->window = kWindow - std::min(kWindow, out.sent_no - out.acked_no);
+  // Schema in: the databases to ask the peer for whole.
+  if (std::vector<std::string> due =
+          DueSchemaRequests(*round->snap, round->schema_options.exclusions, absl::Now());
+      !due.empty()) {
+    cluster_->CountSchemaResyncs(due.size());
+    peer::v1::SchemaRequest* request = round->control.emplace_back().mutable_schema_request();
+    for (std::string& db : due) request->add_databases(std::move(db));
+  }
+  // Schema out.
+  round->schema_due = hello_.schema && (schema_out_.round_due || !schema_out_.whole.empty());
+  round->deltas = hello_.schema_delta;
+  if (round->schema_due) round->whole.swap(schema_out_.whole);
+  round->schema_options.attribute_markers = hello_.attribute_markers;
+  round->schema_options.users = hello_.users;
+  schema_out_.round_due = false;
+}
+
 bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
-  std::vector<peer::v1::LinkMessage> out;
-  bool schema_due = false;
-  bool deltas = false;
-  absl::btree_set<std::string> whole;  // databases sent whole this round
-  SchemaOptions schema_options;
-  uint64_t window = 0;
-  bool advert_due = false;
-  catalog::SnapshotRef snap;
+  Round round;
   // R11, sender's side; taken before mu_ (Cluster::mu_ comes first).
-  schema_options.exclusions = cluster_->ExclusionsFor(peer_);
+  round.schema_options.exclusions = cluster_->ExclusionsFor(peer_);
   {
     absl::MutexLock lock(&mu_);
-    mu_.AwaitWithTimeout(
-        absl::Condition(
-            +[](LinkSession* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
-              return s->done_ || (s->peer_schema_ && s->dirty_) || !s->outbox_.empty() ||
-                     (s->ack_due_ && s->ack_no_ - s->ack_sent_no_ >= kAckEvery) ||
-                     s->subscribe_.has_value() || !s->refetch_in_.empty() ||
-                     !s->adverts_in_.empty() ||
-                     (s->subscribed_ && s->peer_origins_ &&
-                      (s->advert_urgent_ || (s->advert_hint_ && !s->advert_deferred_))) ||
-                     (s->serving_ && s->data_hint_ && s->sent_no_ - s->acked_no_ < kWindow);
-            },
-            this),
-        // Also a periodic look for databases created meanwhile; sooner while entries are
-        // held for the peer (OriginHolds::Expire) or may be (NotifyCommit may skip a wake
-        // for them), or an advert waits.
-        advert_deferred_                                            ? kAdvertInterval
-        : sender->holding() || data_later_ || !peer_direct_.empty() ? kHoldLimit / 4
-                                                                    : absl::Seconds(1));
+    mu_.AwaitWithTimeout(absl::Condition(this, &LinkSession::WorkDue), IdleWait(*sender));
     if (done_) return false;
-    // Taken before dirty_ is cleared below: a change published after it sets dirty_ again
-    // and causes exactly one more round (coalescing, R3).
-    snap = cluster_->node()->catalog->Snapshot();
-    while (!outbox_.empty()) {
-      // Adverts follow this link's Subscribe, each one the changes since the one before.
-      if (outbox_.front().has_subscribe()) advert_told_.clear();
-      out.push_back(std::move(outbox_.front()));
-      outbox_.pop_front();
-    }
-    advert_due = subscribed_ && peer_origins_;  // (cheap when nothing changed)
-    advert_hint_ = false;
-    advert_urgent_ = false;
-    if (ack_due_) {
-      out.emplace_back().mutable_ack()->set_batch_no(ack_no_);
-      ack_due_ = false;
-      ack_sent_no_ = ack_no_;
-    }
-    if (subscribe_.has_value()) {
-      peer_direct_.clear();  // nothing is skipped until the peer advertises again
-      peer_echoes_ = subscribe_->echo_size() > 0;
-      sender->Subscribe(*subscribe_);
-      subscribe_.reset();
-      serving_ = true;
-      dirty_ = true;  // a fresh DB_SCHEMA round before the first batch
-    }
-    for (const peer::v1::Refetch& r : refetch_in_) {
-      peer_echoes_ = peer_echoes_ || r.echo_size() > 0;
-      sender->Refetch(r);
-      // R14: the peer needs our current definitions before the rows, whether or not they
-      // changed since the last round (a marker there just retired its copy).
-      for (const peer::v1::TableRefetch& t : r.tables()) schema_full_.insert(t.database());
-      dirty_ = true;
-    }
-    refetch_in_.clear();
-    if (serving_) {
-      for (const peer::v1::OriginAdvert& a : adverts_in_) sender->Advertise(a);
-    }
-    adverts_in_.clear();
-    if (std::vector<std::string> due =
-            DueSchemaRequests(*snap, schema_options.exclusions, absl::Now());
-        !due.empty()) {
-      cluster_->CountSchemaResyncs(due.size());
-      peer::v1::SchemaRequest* request = out.emplace_back().mutable_schema_request();
-      for (std::string& db : due) request->add_databases(std::move(db));
-    }
-    schema_due = peer_schema_ && (dirty_ || !schema_full_.empty());
-    deltas = peer_schema_delta_;
-    if (schema_due) whole.swap(schema_full_);
-    schema_options.attribute_markers = peer_attribute_markers_;
-    schema_options.users = peer_users_;
-    dirty_ = false;
-    data_hint_ = false;  // a commit from here on sets it again
-    data_later_ = false;
-    window = kWindow - std::min(kWindow, sent_no_ - acked_no_);
+    TakeRound(sender, &round);
   }
+  return WriteControl(round) && (!round.advert_due || WriteAdvert()) &&
+         WriteSchemas(round, *sender, schema_version) &&
+         (!sender->subscribed() || WriteBatches(round, sender));
+}
+
+bool LinkSession::WriteControl(const Round& round) {
   [[maybe_unused]] FaultRegistry* faults =
       cluster_->node()->catalog->options().faults;  // hooks off: unused
-  for (const peer::v1::LinkMessage& m : out) {
+  for (const peer::v1::LinkMessage& m : round.control) {
     // A SchemaRequest an injected error drops: the watch asks again after its backoff.
     if (m.has_schema_request() && !CAIRN_FAULT(faults, fault_points::kReplSchemaResync).ok()) {
       continue;
     }
     if (!stream_->Write(m)) return false;
   }
-  if (advert_due) {
-    OriginMap told = advert_told_;
-    bool urgent = false;
+  return true;
+}
+
+bool LinkSession::WriteAdvert() {
+  OriginMap told = advert_told_;
+  bool urgent = false;
+  peer::v1::LinkMessage m;
+  *m.mutable_origin_advert() = OriginBook::Diff(cluster_->origins(), peer_, &told, &urgent);
+  const absl::Time now = absl::Now();
+  const bool wait =
+      m.origin_advert().origins_size() > 0 && !urgent && now - advert_sent_at_ < kAdvertInterval;
+  if (m.origin_advert().origins_size() > 0 && !wait) {
+    if (!stream_->Write(m)) return false;
+    advert_told_ = std::move(told);
+    advert_sent_at_ = now;
+  }
+  // Quiet until the interval ends, after an advert or while one waits: `seq` moves meanwhile
+  // go together at its end (the writer's wait times out then).
+  absl::MutexLock lock(&mu_);
+  adverts_out_.deferred = m.origin_advert().origins_size() > 0;
+  return true;
+}
+
+bool LinkSession::WriteSchemas(const Round& round, const LogSender& sender,
+                               uint64_t* schema_version) {
+  const catalog::CatalogSnapshot& snap = *round.snap;
+  if (!round.schema_due && !(sender.subscribed() && snap.version > *schema_version)) return true;
+  for (peer::v1::DbSchema& schema :
+       SchemaRound(snap, *schema_version, round.deltas, round.whole, round.schema_options)) {
     peer::v1::LinkMessage m;
-    *m.mutable_origin_advert() = OriginBook::Diff(cluster_->origins(), peer_, &told, &urgent);
-    const absl::Time now = absl::Now();
-    const bool wait =
-        m.origin_advert().origins_size() > 0 && !urgent && now - advert_sent_at_ < kAdvertInterval;
-    if (m.origin_advert().origins_size() > 0 && !wait) {
-      if (!stream_->Write(m)) return false;
-      advert_told_ = std::move(told);
-      advert_sent_at_ = now;
-    }
-    // Quiet until the interval ends, after an advert or while one waits: `seq` moves meanwhile
-    // go together at its end (the writer's wait times out then).
-    absl::MutexLock lock(&mu_);
-    advert_deferred_ = m.origin_advert().origins_size() > 0;
+    *m.mutable_db_schema() = std::move(schema);
+    cluster_->CountSchemaSent(m.ByteSizeLong(), m.db_schema().tables_size());
+    if (!stream_->Write(m)) return false;
   }
-  if (schema_due || (sender->subscribed() && snap->version > *schema_version)) {
-    for (peer::v1::DbSchema& schema :
-         SchemaRound(*snap, *schema_version, deltas, whole, schema_options)) {
-      peer::v1::LinkMessage m;
-      *m.mutable_db_schema() = std::move(schema);
-      cluster_->CountSchemaSent(m.ByteSizeLong(), m.db_schema().tables_size());
-      if (!stream_->Write(m)) return false;
-    }
-    *schema_version = snap->version;
-  }
-  if (!sender->subscribed()) return true;
-  // Batches read against `snap`, whose every table the peer now has (R5 after R3). Each
-  // batch is read before the previous one is written, so that one is written with gRPC's
-  // buffer hint only when another follows (a hinted write waits for the next one).
+  *schema_version = snap.version;
+  return true;
+}
+
+bool LinkSession::WriteBatches(const Round& round, LogSender* sender) {
+  // Batches read against the round's snapshot, whose every table the peer now has (R5 after
+  // R3). Each batch is read before the previous one is written, so that one is written with
+  // gRPC's buffer hint only when another follows (a hinted write waits for the next one).
   // A schema change landing between the snapshot and the log read (R15 handles it).
+  [[maybe_unused]] FaultRegistry* faults = cluster_->node()->catalog->options().faults;
   if (!CAIRN_FAULT(faults, fault_points::kReplSendAfterSnapshot).ok()) return false;
   // Each batch on its own arena (send_arenas_), freed at once when the one after the next is
   // read, not message by message and string by string (bodies taken from the rows are still
   // heap strings the arena deletes): 6–8 % of the writer's time per batch (send_bench).
   peer::v1::LinkMessage* ready = nullptr;
   bool full = true;
-  for (uint64_t n = 0; n < window; ++n) {
+  for (uint64_t n = 0; n < round.window; ++n) {
     peer::v1::LinkMessage& m = *send_arenas_[n % 2].Fresh();  // not `ready`'s: that is n - 1's
-    absl::StatusOr<bool> produced = sender->Next(*snap, m.mutable_change_batch());
+    absl::StatusOr<bool> produced = sender->Next(*round.snap, m.mutable_change_batch());
     if (!produced.ok()) {
       spdlog::error("[{}] reading the change log for {}: {}", cluster_->options().node_name, peer_,
                     produced.status().ToString());
@@ -391,8 +412,8 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
     }
     {
       absl::MutexLock lock(&mu_);
-      m.mutable_change_batch()->set_batch_no(++sent_no_);
-      log_needs_ = sender->Needs();  // a copy just started must keep its tail from now on
+      m.mutable_change_batch()->set_batch_no(++records_out_.sent_no);
+      records_out_.log_needs = sender->Needs();  // a copy just started keeps its tail from now on
     }
     if (ready != nullptr && !stream_->Write(*ready, /*more_follows=*/true)) return false;
     if (!CAIRN_FAULT(faults, fault_points::kReplSendBatch).ok()) return false;
@@ -401,18 +422,19 @@ bool LinkSession::WriteRound(LogSender* sender, uint64_t* schema_version) {
   if (ready != nullptr && !stream_->Write(*ready)) return false;
   for (MessageArena& arena : send_arenas_) arena.Clear();  // an idle link keeps no batch
   // The window filled: there may be more once it opens. Or the sender stopped before an
-  // entry of a table `snap` lacks (R15): the next round sends a newer snapshot, then it.
+  // entry of a table the snapshot lacks (R15): the next round sends a newer snapshot, then it.
   const bool stale = sender->TakeStaleSnapshot(), more = sender->TakeMore();
   const bool again = stale || more || full;
   absl::btree_map<std::string, uint64_t> needs = sender->Needs();
   auto skipping = sender->Skipping();  // after this round's adverts and timeouts
   absl::MutexLock lock(&mu_);
-  if (again) data_hint_ = true;
-  log_needs_ = std::move(needs);
-  if (skipping != peer_direct_) {
+  RecordsOut& out = records_out_;
+  if (again) out.maybe_more = true;
+  out.log_needs = std::move(needs);
+  if (skipping != out.skipping) {
     // A wake skipped under the old set may have been for entries it now sends: read again.
-    if (data_later_) data_hint_ = true;
-    peer_direct_ = std::move(skipping);
+    if (out.commits_not_woken) out.maybe_more = true;
+    out.skipping = std::move(skipping);
   }
   return true;
 }
@@ -439,7 +461,7 @@ void LinkSession::WriterLoop() {
     const bool answered =
         mu_.AwaitWithTimeout(absl::Condition(
                                  +[](LinkSession* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
-                                   return s->done_ || s->peer_hello_;
+                                   return s->done_ || s->hello_.received;
                                  },
                                  this),
                              kHelloTimeout);
@@ -517,12 +539,12 @@ void LinkSession::ApplierLoop() {
     absl::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(
         +[](LinkSession* s)
-             ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) { return s->done_ || s->peer_hello_; },
+             ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) { return s->done_ || s->hello_.received; },
         this));
-    if (done_ || !peer_records_) return;
-    log_id = peer_log_id_;
-    echo = peer_echo_;
-    origins = peer_origins_;
+    if (done_ || !hello_.records) return;
+    log_id = hello_.log_id;
+    echo = hello_.echo;
+    origins = hello_.origins;
   }
   // One link per peer subscribes (two routes make two links): exactly-once needs one
   // applier per peer cursor (R6). Another link may hold the claim until it ends.
@@ -543,26 +565,27 @@ void LinkSession::ApplierLoop() {
   }
   {
     absl::MutexLock lock(&mu_);
-    *outbox_.emplace_back().mutable_subscribe() = std::move(*subscribe);
-    subscribed_ = true;
+    *records_in_.outbox.emplace_back().mutable_subscribe() = std::move(*subscribe);
+    records_in_.claimed = true;
   }
   while (true) {
     InboundBatch in;
     {
       absl::MutexLock lock(&mu_);
-      const bool woken =
-          mu_.AwaitWithTimeout(absl::Condition(
-                                   +[](LinkSession* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
-                                     return s->done_ || !s->inbox_.empty() || s->refetch_check_;
-                                   },
-                                   this),
-                               Parking::kRetryInterval);
+      const bool woken = mu_.AwaitWithTimeout(
+          absl::Condition(
+              +[](LinkSession* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu_) {
+                return s->done_ || !s->records_in_.inbox.empty() || s->records_in_.catalog_changed;
+              },
+              this),
+          Parking::kRetryInterval);
       if (done_) break;
-      if (!woken || refetch_check_ || inbox_.empty()) {
-        refetch_check_ = false;
+      RecordsIn& r = records_in_;
+      if (!woken || r.catalog_changed || r.inbox.empty()) {
+        r.catalog_changed = false;
       } else {
-        in = std::move(inbox_.front());
-        inbox_.pop_front();
+        in = std::move(r.inbox.front());
+        r.inbox.pop_front();
       }
     }
     if (in.batch == nullptr) {
@@ -572,7 +595,7 @@ void LinkSession::ApplierLoop() {
       absl::StatusOr<peer::v1::Refetch> refetch = receiver.NewRefetches();
       if (refetch.ok() && refetch->tables_size() > 0) {
         absl::MutexLock lock(&mu_);
-        *outbox_.emplace_back().mutable_refetch() = std::move(*refetch);
+        *records_in_.outbox.emplace_back().mutable_refetch() = std::move(*refetch);
       }
       continue;
     }
@@ -581,9 +604,9 @@ void LinkSession::ApplierLoop() {
     // Before the ack: the peer's next batch may be held for an advert of this one.
     cluster_->UpdateOrigin(peer_, batch.database(), receiver.Direct(batch.database()));
     absl::MutexLock lock(&mu_);
-    ack_no_ = batch.batch_no();
-    ack_due_ = true;
-    receive_stats_ = receiver.Stats(absl::Now());
+    records_in_.applied_no = batch.batch_no();
+    records_in_.ack_due = true;
+    records_in_.stats = receiver.Stats(absl::Now());
   }
   cluster_->ReleaseReceiver(peer_, this);
 }
@@ -597,7 +620,6 @@ absl::Status LinkSession::Run() {
   std::thread applier([this] {
     ApplierLoop();
     absl::MutexLock lock(&mu_);
-    applier_done_ = true;
     if (!applier_error_.ok() && !finished_) stream_->Cancel();  // ends the reads below
   });
   absl::StatusOr<bool> hello = ReadHello();
@@ -607,58 +629,69 @@ absl::Status LinkSession::Run() {
     if (arena == nullptr) arena = std::make_unique<MessageArena>();  // the last went with a batch
     peer::v1::LinkMessage& m = *arena->Fresh();
     if (!stream_->Read(&m)) break;
-    switch (m.body_case()) {
-      case peer::v1::LinkMessage::kDbSchema: {
-        // R16 first: nothing of a snapshot with a stamp from the future is applied.
-        absl::Status s = cluster_->clock_bound().CheckSchema(m.db_schema(), peer_);
-        if (s.ok()) s = ApplySchema(m.db_schema());
-        if (!s.ok()) {
-          // A snapshot this node cannot apply (a bad name, a full disk) ends the link; the
-          // dialer retries with backoff and the peer resends everything.
-          why = Annotate(
-              s, absl::StrCat("applying DB_SCHEMA of ", m.db_schema().database(), " from ", peer_));
-        }
-        break;
-      }
-      case peer::v1::LinkMessage::kSchemaRequest: {
-        absl::MutexLock lock(&mu_);
-        for (const std::string& db : m.schema_request().databases()) schema_full_.insert(db);
-        dirty_ = true;
-        break;
-      }
-      case peer::v1::LinkMessage::kHello:  // a second Hello changes nothing
-        break;
-      case peer::v1::LinkMessage::kSubscribe: {
-        absl::MutexLock lock(&mu_);
-        subscribe_ = std::move(*m.mutable_subscribe());  // the writer serves it
-        break;
-      }
-      case peer::v1::LinkMessage::kChangeBatch: {
-        absl::MutexLock lock(&mu_);
-        // Only a subscriber gets batches; the sender's window bounds the inbox (R12).
-        if (subscribed_) inbox_.push_back(InboundBatch{std::move(arena), &m.change_batch()});
-        break;
-      }
-      case peer::v1::LinkMessage::kRefetch: {
-        absl::MutexLock lock(&mu_);
-        refetch_in_.push_back(std::move(*m.mutable_refetch()));
-        break;
-      }
-      case peer::v1::LinkMessage::kOriginAdvert: {
-        absl::MutexLock lock(&mu_);
-        adverts_in_.push_back(std::move(*m.mutable_origin_advert()));
-        break;
-      }
-      case peer::v1::LinkMessage::kAck: {
-        absl::MutexLock lock(&mu_);
-        acked_no_ = std::max(acked_no_, std::min(m.ack().batch_no(), sent_no_));
-        break;
-      }
-      default:
-        cluster_->CountUnknownMessage();  // a newer peer's message kind (R1)
-        break;
-    }
+    why = Dispatch(m, &arena);
   }
+  return Finish(std::move(why), &writer, &applier);
+}
+
+absl::Status LinkSession::Dispatch(peer::v1::LinkMessage& m, std::unique_ptr<MessageArena>* arena) {
+  switch (m.body_case()) {
+    case peer::v1::LinkMessage::kDbSchema: {
+      // R16 first: nothing of a snapshot with a stamp from the future is applied.
+      absl::Status s = cluster_->clock_bound().CheckSchema(m.db_schema(), peer_);
+      if (s.ok()) s = ApplySchema(m.db_schema());
+      // A snapshot this node cannot apply (a bad name, a full disk) ends the link; the
+      // dialer retries with backoff and the peer resends everything.
+      if (!s.ok()) {
+        return Annotate(
+            s, absl::StrCat("applying DB_SCHEMA of ", m.db_schema().database(), " from ", peer_));
+      }
+      return absl::OkStatus();
+    }
+    case peer::v1::LinkMessage::kSchemaRequest: {
+      absl::MutexLock lock(&mu_);
+      for (const std::string& db : m.schema_request().databases()) schema_out_.whole.insert(db);
+      schema_out_.round_due = true;
+      return absl::OkStatus();
+    }
+    case peer::v1::LinkMessage::kHello:  // a second Hello changes nothing
+      return absl::OkStatus();
+    case peer::v1::LinkMessage::kSubscribe: {
+      absl::MutexLock lock(&mu_);
+      records_out_.subscribe = std::move(*m.mutable_subscribe());  // the writer serves it
+      return absl::OkStatus();
+    }
+    case peer::v1::LinkMessage::kChangeBatch: {
+      absl::MutexLock lock(&mu_);
+      // Only a subscriber gets batches; the sender's window bounds the inbox (R12).
+      if (records_in_.claimed) {
+        records_in_.inbox.push_back(InboundBatch{std::move(*arena), &m.change_batch()});
+      }
+      return absl::OkStatus();
+    }
+    case peer::v1::LinkMessage::kRefetch: {
+      absl::MutexLock lock(&mu_);
+      records_out_.refetches.push_back(std::move(*m.mutable_refetch()));
+      return absl::OkStatus();
+    }
+    case peer::v1::LinkMessage::kOriginAdvert: {
+      absl::MutexLock lock(&mu_);
+      records_out_.adverts.push_back(std::move(*m.mutable_origin_advert()));
+      return absl::OkStatus();
+    }
+    case peer::v1::LinkMessage::kAck: {
+      absl::MutexLock lock(&mu_);
+      RecordsOut& out = records_out_;
+      out.acked_no = std::max(out.acked_no, std::min(m.ack().batch_no(), out.sent_no));
+      return absl::OkStatus();
+    }
+    default:
+      cluster_->CountUnknownMessage();  // a newer peer's message kind (R1)
+      return absl::OkStatus();
+  }
+}
+
+absl::Status LinkSession::Finish(absl::Status why, std::thread* writer, std::thread* applier) {
   {
     // The writer stops at its next wait. Cancelling the stream would replace the reason the
     // peer hears (PERMISSION_DENIED, say) with CANCELLED, so only a writer stuck in a Write
@@ -672,8 +705,8 @@ absl::Status LinkSession::Run() {
         absl::Seconds(1));
     if (!stopped) stream_->Cancel();
   }
-  writer.join();
-  applier.join();  // it sees done_; an apply in progress finishes first
+  writer->join();
+  applier->join();  // it sees done_; an apply in progress finishes first
   {
     absl::MutexLock lock(&mu_);
     if (why.ok() && !applier_error_.ok()) why = applier_error_;

@@ -24,8 +24,16 @@
 //      a peer always knows a table before its rows; at most kWindow batches are unacked (R12).
 //      A commit wakes the writer (NotifyCommit), unless it only applied writes of an origin
 //      whose entries the writer would skip for this peer.
-// Threads: Run's (reads), the writer, the applier. The session ends when the stream does,
-// or on Cancel().
+// Threads: Run's reads every message and hands it to its concern (Dispatch), and applies
+// DbSchemas itself; the writer (WriterLoop) sends what each concern has due, one WriteRound
+// at a time; the applier (ApplierLoop) holds this node's subscription and applies batches.
+// Their shared state is grouped by concern under mu_ (PeerHello, SchemaOut, SchemaIn,
+// RecordsIn, AdvertsOut, RecordsOut), each saying when it has work for the writer (Due), as
+// the writer's wait names each reason (WorkDue). The session ends when the stream does, or on
+// Cancel().
+//
+// Lock order: Cluster::mu_ before mu_ (the writer takes Cluster::ExclusionsFor before mu_).
+// mu_ is never held across a stream Write or Read, nor across a catalog or storage write.
 #pragma once
 
 #include <array>
@@ -33,10 +41,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_map.h"
 #include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -169,13 +180,13 @@ class LinkSession {
   // What this link received and applied (meaningful on the peer's claimed link).
   ReceiveStats receive_stats() ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
-    return receive_stats_;
+    return records_in_.stats;
   }
   // What the peer still needs of this node's log, per database (LogSender::Needs), as of the
   // writer's last round; empty before it subscribed.
   absl::btree_map<std::string, uint64_t> log_needs() ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
-    return log_needs_;
+    return records_out_.log_needs;
   }
   // Ends the session. Safe from any thread, also once Run has returned (then a no-op: an
   // inbound stream's context is gone by then).
@@ -183,13 +194,134 @@ class LinkSession {
   const std::string& peer() const { return peer_; }
   bool hello_received() ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
-    return peer_hello_;
+    return hello_.received;
   }
 
  private:
+  // The peer's Hello as accepted (ReadHello): what it speaks. Nothing is sent that it did not
+  // advertise (R1).
+  struct PeerHello {
+    bool received = false;
+    bool schema = false;             // schema.v1
+    bool attribute_markers = false;  // ... and C15's markers
+    bool schema_delta = false;       // ... and schema.delta.v1
+    bool users = false;              // ... and schema.users.v1 (U6)
+    bool records = false;            // records.v1 (with schema.v1: rows need their table)
+    bool echo = false;               // ... and records.echo.v1: it can be asked for echoes
+    bool origins = false;            // ... and records.origins.v1 (adverts, design 0004)
+    uint64_t log_id = 0;
+  };
+
+  // Schema out (R3): rounds of DbSchemas to the peer, written by the writer.
+  struct SchemaOut {
+    bool round_due = true;  // the catalog changed (or the peer asked) since the last round
+    // Databases to send whole in the next round: the peer asked (SchemaRequest), it
+    // refetches their tables (R14: it needs their definitions again), or a whole one from it
+    // left the digests apart (DigestWatch::settled).
+    absl::btree_set<std::string> whole;
+    bool Due(const PeerHello& peer) const { return peer.schema && round_due; }
+  };
+
+  // Schema in (R3, R4): what the peer's DbSchemas told. Run's thread applies them and
+  // records this; the writer marks databases asked for whole (DueSchemaRequests).
+  struct SchemaIn {
+    // Per database, the state of each name as the peer last sent it (StatesOf; a whole
+    // DbSchema replaces the database's). A delta out leaves out a name whose state here is
+    // that one: the peer holds it, so it is not echoed back (R3 incremental). Whole DbSchemas
+    // leave out nothing, so a peer that lost a name since still gets it through the digest
+    // check.
+    absl::flat_hash_map<std::string, NameStates> told;
+    absl::btree_map<std::string, DigestWatch> apart;  // databases whose digests differ
+  };
+
+  // Records in: this node's subscription to the peer's log (R5-R7), the applier's.
+  struct RecordsIn {
+    // This link holds this node's claim on the peer (Cluster::ClaimReceiver) and queued its
+    // Subscribe: batches that arrive here are applied.
+    bool claimed = false;
+    std::deque<peer::v1::LinkMessage> outbox;  // Subscribe and Refetch, for the writer
+    std::deque<InboundBatch> inbox;            // for the applier
+    bool catalog_changed = false;              // the applier looks for new refetches (R14)
+    uint64_t applied_no = 0;                   // the last batch applied
+    uint64_t ack_sent_no = 0;                  // the last batch acked to the peer
+    bool ack_due = false;                      // applied_no is not acked yet
+    ReceiveStats stats;
+    // Something for the writer: a message to send, or enough batches applied to ack (R12).
+    bool Due() const {
+      return !outbox.empty() || (ack_due && applied_no - ack_sent_no >= kAckEvery);
+    }
+  };
+
+  // Adverts out: the origins this node receives directly, told to the peer on the link that
+  // holds this node's subscription (OriginAdvert, design 0004).
+  struct AdvertsOut {
+    bool changed = false;  // the origins changed (NotifyOrigins)
+    bool urgent = false;   // ... and more than a `seq` moved
+    // Within kAdvertInterval of the last advert: a `seq` move waits for the interval's end
+    // (only an urgent change wakes the writer before it).
+    bool deferred = false;
+    bool Due(const PeerHello& peer, const RecordsIn& in) const {
+      return in.claimed && peer.origins && (urgent || (changed && !deferred));
+    }
+  };
+
+  // Records out: the peer's subscription to this node's log, served by the writer (R5, R12).
+  struct RecordsOut {
+    // The peer's requests, read by Run's thread and not yet handed to the LogSender.
+    std::optional<peer::v1::Subscribe> subscribe;
+    std::vector<peer::v1::Refetch> refetches;
+    std::vector<peer::v1::OriginAdvert> adverts;
+    bool peer_subscribed = false;    // the peer subscribed on this link: this end serves it
+    bool maybe_more = true;          // a commit (or a full window) since the last read
+    bool commits_not_woken = false;  // commits NotifyCommit did not wake the writer for
+    // A mirror of what the writer's LogSender knows, for NotifyCommit: the (database, origin)
+    // pairs whose entries it skips for the peer (OriginHolds::Skipping, after each round),
+    // and whether the peer asked for its own writes back (echoes, decision 86).
+    absl::flat_hash_set<std::pair<std::string, std::string>> skipping;
+    bool echoes_asked = false;
+    uint64_t sent_no = 0;                              // the last batch sent
+    uint64_t acked_no = 0;                             // the last batch the peer acked
+    absl::btree_map<std::string, uint64_t> log_needs;  // LogSender::Needs, as of the last round
+    bool RequestsDue() const {
+      return subscribe.has_value() || !refetches.empty() || !adverts.empty();
+    }
+    bool BatchesDue() const {
+      return peer_subscribed && maybe_more && sent_no - acked_no < kWindow;
+    }
+  };
+
+  // What one WriteRound sends, taken under mu_ in one step (TakeRound).
+  struct Round {
+    catalog::SnapshotRef snap;
+    std::vector<peer::v1::LinkMessage> control;  // Subscribe, Refetch, Ack, SchemaRequest
+    bool advert_due = false;
+    bool schema_due = false;
+    bool deltas = false;
+    absl::btree_set<std::string> whole;  // databases sent whole this round
+    SchemaOptions schema_options;
+    uint64_t window = 0;  // batches the peer's acks allow now
+  };
+
   void WriterLoop() ABSL_LOCKS_EXCLUDED(mu_);
-  // Sends what is due after the peer's Hello; false when the stream broke.
+  // Sends what is due after the peer's Hello, in phases: wait for a reason (WorkDue), take
+  // what is due (TakeRound), then control messages, an advert, a schema round, batches.
+  // False when the stream broke or the session ends.
   bool WriteRound(LogSender* sender, uint64_t* schema_version) ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether the writer has something to do now: one reason per concern.
+  bool WorkDue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // How long the writer waits without a reason: a periodic look for databases created
+  // meanwhile; sooner while entries are held for the peer (OriginHolds::Expire) or may be
+  // (NotifyCommit may skip a wake for them), or an advert waits.
+  absl::Duration IdleWait(const LogSender& sender) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes what is due into `round` and clears the reasons it answers. Hands the peer's
+  // requests to `sender`.
+  void TakeRound(LogSender* sender, Round* round) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool WriteControl(const Round& round) ABSL_LOCKS_EXCLUDED(mu_);
+  bool WriteAdvert() ABSL_LOCKS_EXCLUDED(mu_);
+  bool WriteSchemas(const Round& round, const LogSender& sender, uint64_t* schema_version)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Batches read against the round's snapshot, up to its window.
+  bool WriteBatches(const Round& round, LogSender* sender) ABSL_LOCKS_EXCLUDED(mu_);
   // The DbSchemas of a round at `snap` (R3): everything when `*schema_version` is 0 (the
   // first round), the peer takes no deltas or the journal no longer reaches back; else the
   // deltas since it, and the whole databases in `full`.
@@ -213,73 +345,35 @@ class LinkSession {
       ABSL_LOCKS_EXCLUDED(mu_);
   // True once the peer's Hello is accepted; false when the stream ended before one came.
   absl::StatusOr<bool> ReadHello() ABSL_LOCKS_EXCLUDED(mu_);
+  // Hands one message read from the peer to the concern it is for. Not OK: the link ends.
+  absl::Status Dispatch(peer::v1::LinkMessage& m, std::unique_ptr<MessageArena>* arena)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // After the reads ended: stops the writer and the applier and says why the link ended.
+  absl::Status Finish(absl::Status why, std::thread* writer, std::thread* applier)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   Cluster* const cluster_;
   const std::unique_ptr<LinkStream> stream_;
   const std::string peer_;
 
   absl::Mutex mu_;
-  bool peer_hello_ ABSL_GUARDED_BY(mu_) = false;              // the peer's Hello was accepted
-  bool peer_schema_ ABSL_GUARDED_BY(mu_) = false;             // ... and it speaks schema.v1
-  bool peer_attribute_markers_ ABSL_GUARDED_BY(mu_) = false;  // ... and C15's markers
-  bool peer_schema_delta_ ABSL_GUARDED_BY(mu_) = false;       // ... and schema.delta.v1
-  bool peer_users_ ABSL_GUARDED_BY(mu_) = false;              // ... and schema.users.v1 (U6)
-  // Databases the peer asked for whole (SchemaRequest), or whose tables it refetches (R14:
-  // it needs their definitions again), for the next round.
-  absl::btree_set<std::string> schema_full_ ABSL_GUARDED_BY(mu_);
-  absl::btree_map<std::string, DigestWatch> digest_watch_ ABSL_GUARDED_BY(mu_);
-  // Per database, the state of each name as the peer last sent it (StatesOf; a whole DbSchema
-  // replaces the database's). A delta leaves out a name whose state here is that one: the
-  // peer holds it, so it is not echoed back (R3 incremental). Whole DbSchemas leave out
-  // nothing, so a peer that lost a name since still gets it through the digest check.
-  absl::flat_hash_map<std::string, NameStates> peer_states_ ABSL_GUARDED_BY(mu_);
-  bool dirty_ ABSL_GUARDED_BY(mu_) = true;  // a round of snapshots is due
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Run returned: the stream may be gone
-  bool writer_done_ ABSL_GUARDED_BY(mu_) = false;
-  bool applier_done_ ABSL_GUARDED_BY(mu_) = false;
+  PeerHello hello_ ABSL_GUARDED_BY(mu_);
+  SchemaOut schema_out_ ABSL_GUARDED_BY(mu_);
+  SchemaIn schema_in_ ABSL_GUARDED_BY(mu_);
+  RecordsIn records_in_ ABSL_GUARDED_BY(mu_);
+  AdvertsOut adverts_out_ ABSL_GUARDED_BY(mu_);
+  RecordsOut records_out_ ABSL_GUARDED_BY(mu_);
+  bool done_ ABSL_GUARDED_BY(mu_) = false;           // the session ends (Cancel, or the reads)
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;       // Run returned: the stream may be gone
+  bool writer_done_ ABSL_GUARDED_BY(mu_) = false;    // WriterLoop returned
   absl::Status applier_error_ ABSL_GUARDED_BY(mu_);  // ends the session
 
-  // Records, receiving side.
-  bool peer_records_ ABSL_GUARDED_BY(mu_) = false;   // the peer speaks records.v1
-  bool peer_echo_ ABSL_GUARDED_BY(mu_) = false;      // ... and records.echo.v1
-  bool peer_origins_ ABSL_GUARDED_BY(mu_) = false;   // ... and records.origins.v1
-  bool advert_hint_ ABSL_GUARDED_BY(mu_) = false;    // the origins changed (NotifyOrigins)
-  bool advert_urgent_ ABSL_GUARDED_BY(mu_) = false;  // ... and more than a `seq` moved
-  // What this link told the peer of the origins this node receives directly, since the
-  // Subscribe it sent (OriginBook::Diff), and when. The writer's alone.
+  // The writer's alone. What this link told the peer of the origins this node receives
+  // directly, since the Subscribe it sent (OriginBook::Diff), and when.
   OriginMap advert_told_;
   absl::Time advert_sent_at_ = absl::InfinitePast();
-  // Where the writer builds its ChangeBatches (WriteRound), alternately. The writer's alone.
+  // Where the writer builds its ChangeBatches (WriteBatches), alternately.
   std::array<MessageArena, 2> send_arenas_;
-  // Within kAdvertInterval of the last advert: a `seq` move waits for the interval's end
-  // (only an urgent change wakes the writer before it).
-  bool advert_deferred_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t peer_log_id_ ABSL_GUARDED_BY(mu_) = 0;
-  bool subscribed_ ABSL_GUARDED_BY(mu_) = false;  // this link holds the peer's claim
-  std::deque<peer::v1::LinkMessage> outbox_ ABSL_GUARDED_BY(mu_);  // Subscribe, for the writer
-  std::deque<InboundBatch> inbox_ ABSL_GUARDED_BY(mu_);            // for the applier
-  uint64_t ack_no_ ABSL_GUARDED_BY(mu_) = 0;                       // last batch applied
-  bool ack_due_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t ack_sent_no_ ABSL_GUARDED_BY(mu_) = 0;  // the last batch acked to the peer
-  ReceiveStats receive_stats_ ABSL_GUARDED_BY(mu_);
-
-  // Records, sending side.
-  std::optional<peer::v1::Subscribe> subscribe_ ABSL_GUARDED_BY(mu_);    // the peer's, unserved
-  std::vector<peer::v1::Refetch> refetch_in_ ABSL_GUARDED_BY(mu_);       // the peer's, unserved
-  std::vector<peer::v1::OriginAdvert> adverts_in_ ABSL_GUARDED_BY(mu_);  // the peer's, unserved
-  bool refetch_check_ ABSL_GUARDED_BY(mu_) = false;  // the catalog changed: new refetches?
-  bool serving_ ABSL_GUARDED_BY(mu_) = false;        // the peer subscribed on this link
-  bool data_hint_ ABSL_GUARDED_BY(mu_) = true;       // maybe something to send
-  bool data_later_ ABSL_GUARDED_BY(mu_) = false;     // entries NotifyCommit did not wake for
-  // A mirror of what the writer's LogSender knows, for NotifyCommit: the (database, origin)
-  // pairs whose entries it skips (OriginHolds::Skipping, after each round), and whether the
-  // peer asked for echoes (decision 86).
-  absl::flat_hash_set<std::pair<std::string, std::string>> peer_direct_ ABSL_GUARDED_BY(mu_);
-  bool peer_echoes_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t sent_no_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::btree_map<std::string, uint64_t> log_needs_ ABSL_GUARDED_BY(mu_);
-  uint64_t acked_no_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // How long a link waits for the peer's Hello before giving up on it.
