@@ -19,7 +19,7 @@
 // Lock order: membership_mu_ before ListenerHook::mu before Cluster::mu_ before
 // LinkSession::mu_. Only membership_mu_ is held across a storage write (a peer row, by
 // add_node / remove_node, which it serializes); none is held across network I/O or catalog
-// calls: sessions are copied out from under mu_ before they are notified.
+// writes: sessions are copied out from under mu_ before they are notified.
 #pragma once
 
 #include <atomic>
@@ -329,8 +329,9 @@ class Cluster {
   std::atomic<uint64_t> links_failed_{0};
   std::atomic<uint64_t> schema_resyncs_{0};
   ClockBound clock_bound_;
-  OriginBook origin_book_;       // its lock comes after mu_
-  ParkedRetrier parked_{node_};  // its locks come after mu_ (never taken under it today)
+  OriginBook origin_book_;  // its lock comes after mu_
+  // Its mu_ comes after mu_ (Status counts under it); its pass_mu_ before (see its header).
+  ParkedRetrier parked_{node_};
 
   absl::Mutex membership_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // add_node / remove_node, one at a time
   mutable absl::Mutex mu_;

@@ -15,7 +15,10 @@
 //     (Parked). A park while a pass counts may be missed, and a duplicate parked again counts
 //     twice, until the next pass (at most kRetryInterval later).
 //
-// Lock order: pass_mu_, then mu_. Neither is held across a synced write's wait by a caller.
+// Lock order: pass_mu_, then mu_. pass_mu_ is held through a pass's applies, synced writes
+// included, whose commits run the change log's listener under it: pass_mu_ comes before
+// every lock the listener takes (Cluster::mu_, LinkSession::mu_). mu_ is never held across
+// a write.
 #pragma once
 
 #include <cstdint>
@@ -59,8 +62,8 @@ class ParkedRetrier {
   absl::btree_map<std::string, Counts> AllCounts() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // One pass: for every peer with parked entries in storage, applies (or retires as dead)
-  // what can go now and recounts what stays. The first error ends the pass (the entries
-  // stay, retried next time).
+  // what can go now and recounts what stays. A peer whose retry fails keeps its entries and
+  // its counts (retried next time) and the others go on; the first error is returned.
   absl::Status RetryAll() ABSL_LOCKS_EXCLUDED(pass_mu_, mu_);
 
  private:

@@ -495,7 +495,7 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
 // 1-5: the first fixed seeds. Seeds that found defects with an earlier schedule, whose
 // targeted tests are the regressions now (these seeds replay a different schedule):
 // 1796127316251673017: a failed send round left the link open with no writer (R5;
-//   LinkTest.R5_AFailedSenderRoundEndsTheLinkAndTheRowsStillArrive).
+//   RecordReplicationTest.R5_AFailedSenderRoundEndsTheLinkAndTheRowsStillArrive).
 // 1796127829290826512: a write in flight at a local-only drop never came back (decision 86;
 //   OwnWriteInFlightTest).
 // 1796158924919796323: rule (8) after the heal: n4's Verify call to n5 failed fast on a
