@@ -9,6 +9,7 @@
 #include "common/fault_points.h"
 #include "common/status.h"
 #include "replication/cluster.h"
+#include "replication/internal/verify_steps.h"
 #include "spdlog/spdlog.h"
 #include "storage/keys.h"
 
@@ -16,75 +17,24 @@ namespace cairn::replication {
 
 using catalog::RowStamp;
 using catalog::TableRef;
+using internal::Dropping;
+using internal::EntryOf;
+using internal::kMaxKeysPerStep;
+using internal::kMaxStepBytes;
+using internal::kMaxWaitMs;
+using internal::Loses;
+using internal::NotApplied;
+using internal::Same;
+using internal::StampOf;
 using storage::v1::ChangeEntry;
 using storage::v1::StoredRecord;
 
 namespace {
 
-// What the callee accepts per step (a peer's values are input to check).
-constexpr size_t kMaxKeysPerStep = 10'000;
-// Bodies per rows answer or repair request, whatever the keys (a row may be as large as a
-// request, 10 MiB by default; a step with one row may exceed it).
-constexpr size_t kMaxStepBytes = 4 << 20;
-constexpr uint32_t kMaxWaitMs = 30'000;
-constexpr absl::Duration kCursorPoll = absl::Milliseconds(20);
-// A cursor that has not moved for this long while behind is not going to deliver.
-constexpr absl::Duration kCursorStall = absl::Seconds(5);
 // A step's deadline beyond its scan and its wait.
 constexpr absl::Duration kCallSlack = absl::Seconds(10);
 // What a step's deadline assumes the peer holds before its first answer says.
 constexpr uint64_t kUnknownPeerRows = 10'000'000;
-
-ChangeEntry EntryOf(const std::string& table, absl::string_view key, const StoredRecord& row,
-                    bool with_body) {
-  ChangeEntry e;
-  e.set_table(table);
-  e.set_op(row.deleted() ? storage::v1::DELETE : storage::v1::PUT);
-  e.set_key(std::string(key));
-  e.set_version(row.version());
-  e.set_origin(row.origin());
-  e.set_row_generation(row.row_generation());
-  if (with_body && !row.deleted()) e.set_json(row.json());
-  return e;
-}
-
-ChangeEntry EntryOf(const std::string& table, const RowStamp& s) {
-  ChangeEntry e;
-  e.set_table(table);
-  e.set_op(s.deleted ? storage::v1::DELETE : storage::v1::PUT);
-  e.set_key(s.key);
-  e.set_version(s.version);
-  e.set_origin(s.origin);
-  e.set_row_generation(s.row_generation);
-  return e;
-}
-
-RowStamp StampOf(const ChangeEntry& e) {
-  RowStamp s;
-  s.key = e.key();
-  s.version = e.version();
-  s.origin = e.origin();
-  s.row_generation = e.row_generation();
-  s.deleted = e.op() == storage::v1::DELETE;
-  return s;
-}
-
-// True when `row` (stored here, maybe absent) loses last-writer-wins to `stamp` (D5).
-bool Loses(const std::optional<StoredRecord>& row, Hlc version, absl::string_view origin) {
-  return !row.has_value() || catalog::LosesTo(row->version(), row->origin(), version, origin);
-}
-
-// The row (an entry) carries exactly the stamp: the same write, unchanged since it was listed.
-bool Same(const ChangeEntry& row, const RowStamp& s) {
-  return row.version() == s.version && row.origin() == s.origin &&
-         row.row_generation() == s.row_generation && (row.op() == storage::v1::DELETE) == s.deleted;
-}
-
-// Rows an apply neither took nor lost to a newer one: a retired generation, a node-local
-// table of the name, malformed, or parked. Differences verify could not repair.
-uint64_t NotApplied(const catalog::ApplyStats& s) {
-  return s.dead_generation + s.node_local + s.malformed + s.parked;
-}
 
 TableVerify Skipped(const std::string& table, const std::string& why) {
   TableVerify t;
@@ -93,7 +43,30 @@ TableVerify Skipped(const std::string& table, const std::string& why) {
   return t;
 }
 
-bool Dropping(const absl::Status& s) { return GetErrorCode(s) == ErrorCode::kTableDropping; }
+// The peer skipped the table (VerifyResponse.skipped): recorded in `out`.
+bool PeerSkipped(const std::string& peer, const peer::v1::VerifyResponse& response,
+                 TableVerify* out) {
+  if (response.skipped().empty()) return false;
+  out->skipped = absl::StrCat(peer, ": ", response.skipped());
+  out->schema_differs = response.schema_differs();
+  return true;
+}
+
+// A peer's page of stamps must move on: keys strictly increasing, all after `after`, and
+// none only when it has no more.
+absl::Status CheckPage(const std::string& peer, const std::string& after,
+                       const std::vector<RowStamp>& remote, bool more) {
+  for (size_t i = 0; i < remote.size(); ++i) {
+    const std::string& prev = i == 0 ? after : remote[i - 1].key;
+    if ((i > 0 || !after.empty()) && remote[i].key <= prev) {
+      return absl::DataLossError(absl::StrCat(peer, " answered stamps out of order"));
+    }
+  }
+  if (more && remote.empty()) {
+    return absl::DataLossError(absl::StrCat(peer, " answered an empty page with more"));
+  }
+  return absl::OkStatus();
+}
 
 std::vector<std::string> KeysOf(const std::vector<RowStamp>& stamps) {
   std::vector<std::string> keys;
@@ -327,36 +300,46 @@ TableVerify AntiEntropy::VerifyTable(const std::string& peer, const TableRef& de
   const absl::Time start = absl::Now();
   TableVerify out;
   out.table = def->name();
-  auto finish = [&](absl::Status s) {
-    if (Dropping(s)) {  // C9: the table went while we compared it
-      out.skipped = "dropped during the verify";
-      s = absl::OkStatus();
-    }
-    *error = s;
-    out.duration = absl::Now() - start;
-    rows_compared_total_.fetch_add(out.rows_compared);
-    rows_repaired_total_.fetch_add(out.repaired_here);  // the peer counts its own
-    micros_total_.fetch_add(static_cast<uint64_t>(absl::ToInt64Microseconds(out.duration)));
-    if (out.rows_repaired() > 0 || out.conflicts > 0) {
-      spdlog::warn(
-          "[{}] verify of {} with {}: {} row(s) repaired here, {} there, {} conflict(s), {} "
-          "unsettled{}",
-          node_->records->node_name(), def->QualifiedName(), peer, out.repaired_here,
-          out.repaired_there, out.conflicts, out.unsettled,
-          out.repaired_behind_replication
-              ? " (replication had not delivered up to where the rows were read)"
-              : "");
-    }
-    return out;
-  };
+  absl::Status s = CompareTable(peer, def, &out);
+  if (Dropping(s)) {  // C9: the table went while we compared it
+    out.skipped = "dropped during the verify";
+    s = absl::OkStatus();
+  }
+  *error = s;
+  out.duration = absl::Now() - start;
+  rows_compared_total_.fetch_add(out.rows_compared);
+  rows_repaired_total_.fetch_add(out.repaired_here);  // the peer counts its own
+  micros_total_.fetch_add(static_cast<uint64_t>(absl::ToInt64Microseconds(out.duration)));
+  if (out.rows_repaired() > 0 || out.conflicts > 0) {
+    spdlog::warn(
+        "[{}] verify of {} with {}: {} row(s) repaired here, {} there, {} conflict(s), {} "
+        "unsettled{}",
+        node_->records->node_name(), def->QualifiedName(), peer, out.repaired_here,
+        out.repaired_there, out.conflicts, out.unsettled,
+        out.repaired_behind_replication
+            ? " (replication had not delivered up to where the rows were read)"
+            : "");
+  }
+  return out;
+}
 
-  // 1. Digests, both sides at once: the peer answers its branches (level depth-1) while this
-  //    node scans. Equal branches: done, one scan each. Otherwise a second call sends ours and
-  //    the peer answers the leaves under each branch that differs (a second scan there).
+absl::Status AntiEntropy::CompareTable(const std::string& peer, const TableRef& def,
+                                       TableVerify* out) {
   const Hlc settled = SettledBefore();
-  auto count = node_->records->RecordCount(*def);
-  if (!count.ok()) return finish(count.status());
-  const int depth = catalog::DepthFor(*count);
+  CAIRN_ASSIGN_OR_RETURN(auto count, node_->records->RecordCount(*def));
+  const int depth = catalog::DepthFor(count);
+  std::vector<uint32_t> leaves;
+  CAIRN_RETURN_IF_ERROR(DifferingLeaves(peer, def, settled, depth, out, &leaves));
+  if (leaves.empty()) return absl::OkStatus();  // equal, or skipped
+  return CompareStamps(peer, def, settled, depth, leaves, out);
+}
+
+absl::Status AntiEntropy::DifferingLeaves(const std::string& peer, const TableRef& def, Hlc settled,
+                                          int depth, TableVerify* out,
+                                          std::vector<uint32_t>* leaves) {
+  // Both sides at once: the peer answers its branches (level depth-1) while this node scans.
+  // Equal branches: done, one scan each. Otherwise a second call sends ours and the peer
+  // answers the leaves under each branch that differs (a second scan there).
   auto local = std::async(std::launch::async,
                           [&] { return node_->records->Digest(def, depth, ScanOptions(settled)); });
   peer::v1::VerifyRequest request;
@@ -364,104 +347,82 @@ TableVerify AntiEntropy::VerifyTable(const std::string& peer, const TableRef& de
   peer::v1::VerifyDigest* digest = request.mutable_digest();
   digest->set_depth(static_cast<uint32_t>(depth));
   digest->set_settled_before(settled);
-  absl::Status called = Call(peer, def, &request, &response, &out);
+  absl::Status called = Call(peer, def, &request, &response, out);
   auto tree = local.get();
-  if (!called.ok()) return finish(called);
-  if (!tree.ok()) return finish(tree.status());
-  if (!response.skipped().empty()) {
-    out.skipped = absl::StrCat(peer, ": ", response.skipped());
-    out.schema_differs = response.schema_differs();
-    return finish(absl::OkStatus());
-  }
+  CAIRN_RETURN_IF_ERROR(called);
+  CAIRN_RETURN_IF_ERROR(tree.status());
+  if (PeerSkipped(peer, response, out)) return absl::OkStatus();
   const std::vector<uint64_t> branches = tree->Level(depth - 1);
-  out.peer_rows = std::max<uint64_t>(1, response.digest().rows());
-  out.rows_compared = std::max<uint64_t>(tree->rows(), response.digest().rows());
+  out->peer_rows = std::max<uint64_t>(1, response.digest().rows());
+  out->rows_compared = std::max<uint64_t>(tree->rows(), response.digest().rows());
   if (std::equal(branches.begin(), branches.end(), response.digest().branches().begin(),
                  response.digest().branches().end())) {
-    return finish(absl::OkStatus());
+    return absl::OkStatus();
   }
   for (uint64_t b : branches) digest->add_branches(b);
   response.Clear();
-  if (absl::Status s = Call(peer, def, &request, &response, &out); !s.ok()) return finish(s);
-  if (!response.skipped().empty()) {
-    out.skipped = absl::StrCat(peer, ": ", response.skipped());
-    out.schema_differs = response.schema_differs();
-    return finish(absl::OkStatus());
-  }
+  CAIRN_RETURN_IF_ERROR(Call(peer, def, &request, &response, out));
+  if (PeerSkipped(peer, response, out)) return absl::OkStatus();
   const peer::v1::VerifyDigestAnswer& theirs = response.digest();
-  out.rows_compared = std::max<uint64_t>(tree->rows(), theirs.rows());
+  out->rows_compared = std::max<uint64_t>(tree->rows(), theirs.rows());
   constexpr uint32_t kFanout = 1u << catalog::kDigestFanoutBits;
   if (static_cast<size_t>(theirs.leaves_size()) !=
       static_cast<size_t>(theirs.differing_branches_size()) * kFanout) {
-    return finish(absl::DataLossError(absl::StrCat(peer, " answered a malformed digest")));
+    return absl::DataLossError(absl::StrCat(peer, " answered a malformed digest"));
   }
-  std::vector<uint32_t> leaves;
   for (int i = 0; i < theirs.differing_branches_size(); ++i) {
     const uint32_t branch = theirs.differing_branches(i);
     if (branch >= tree->leaf_count() / kFanout) {
-      return finish(absl::DataLossError(absl::StrCat(peer, " answered a malformed digest")));
+      return absl::DataLossError(absl::StrCat(peer, " answered a malformed digest"));
     }
     for (uint32_t j = 0; j < kFanout; ++j) {
       const uint32_t leaf = branch * kFanout + j;
-      if (tree->leaves()[leaf] != theirs.leaves(i * kFanout + j)) leaves.push_back(leaf);
+      if (tree->leaves()[leaf] != theirs.leaves(i * kFanout + j)) leaves->push_back(leaf);
     }
   }
-  out.differing_leaves = leaves.size();
-  if (leaves.empty()) return finish(absl::OkStatus());
+  out->differing_leaves = leaves->size();
+  return absl::OkStatus();
+}
 
-  // 2. The stamps of the differing leaves, page by page on both sides at once: each round
-  //    compares keys up to where the shorter page ends.
+absl::Status AntiEntropy::CompareStamps(const std::string& peer, const TableRef& def, Hlc settled,
+                                        int depth, const std::vector<uint32_t>& leaves,
+                                        TableVerify* out) {
+  // Page by page on both sides at once: each round compares keys up to where the shorter page
+  // ends.
   std::string after;
   for (;;) {
-    request.Clear();
-    response.Clear();
+    peer::v1::VerifyRequest request;
+    peer::v1::VerifyResponse response;
     peer::v1::VerifyStamps* stamps = request.mutable_stamps();
     stamps->set_depth(static_cast<uint32_t>(depth));
     for (uint32_t leaf : leaves) stamps->add_leaves(leaf);
     stamps->set_after_key(after);
     stamps->set_limit(options_.page);
-    if (absl::Status s = Call(peer, def, &request, &response, &out); !s.ok()) return finish(s);
-    if (!response.skipped().empty()) {
-      out.skipped = absl::StrCat(peer, ": ", response.skipped());
-      out.schema_differs = response.schema_differs();
-      return finish(absl::OkStatus());
-    }
-    auto mine =
-        node_->records->LeafStamps(def, depth, leaves, after, options_.page, ScanOptions(settled));
-    if (!mine.ok()) return finish(mine.status());
+    CAIRN_RETURN_IF_ERROR(Call(peer, def, &request, &response, out));
+    if (PeerSkipped(peer, response, out)) return absl::OkStatus();
+    CAIRN_ASSIGN_OR_RETURN(
+        auto mine,
+        node_->records->LeafStamps(def, depth, leaves, after, options_.page, ScanOptions(settled)));
     const uint64_t own_seq = node_->log->ReservedSeq(def->database());
     std::vector<RowStamp> remote;
     for (const ChangeEntry& e : response.stamps().stamps()) remote.push_back(StampOf(e));
-    // A peer's page must move on: keys strictly increasing, all after `after`.
-    for (size_t i = 0; i < remote.size(); ++i) {
-      const std::string& prev = i == 0 ? after : remote[i - 1].key;
-      if ((i > 0 || !after.empty()) && remote[i].key <= prev) {
-        return finish(absl::DataLossError(absl::StrCat(peer, " answered stamps out of order")));
-      }
-    }
-    if (response.stamps().more() && remote.empty()) {
-      return finish(absl::DataLossError(absl::StrCat(peer, " answered an empty page with more")));
-    }
+    CAIRN_RETURN_IF_ERROR(CheckPage(peer, after, remote, response.stamps().more()));
     std::optional<std::string> end;
     if (response.stamps().more()) end = remote.back().key;
-    if (mine->more && !mine->stamps.empty() && (!end || mine->stamps.back().key < *end)) {
-      end = mine->stamps.back().key;
+    if (mine.more && !mine.stamps.empty() && (!end || mine.stamps.back().key < *end)) {
+      end = mine.stamps.back().key;
     }
     auto beyond = [&](const RowStamp& s) { return end.has_value() && s.key > *end; };
-    mine->stamps.erase(std::remove_if(mine->stamps.begin(), mine->stamps.end(), beyond),
-                       mine->stamps.end());
+    mine.stamps.erase(std::remove_if(mine.stamps.begin(), mine.stamps.end(), beyond),
+                      mine.stamps.end());
     remote.erase(std::remove_if(remote.begin(), remote.end(), beyond), remote.end());
-    catalog::StampDiff diff = catalog::DiffStamps(mine->stamps, remote, settled);
-    out.conflicts += diff.conflicts;
-    if (absl::Status s = Settle(peer, def, diff, response.stamps().log_id(),
-                                response.stamps().reserved_seq(), own_seq, &out);
-        !s.ok()) {
-      return finish(s);
-    }
-    if (!end.has_value()) break;
+    catalog::StampDiff diff = catalog::DiffStamps(mine.stamps, remote, settled);
+    out->conflicts += diff.conflicts;
+    CAIRN_RETURN_IF_ERROR(Settle(peer, def, diff, response.stamps().log_id(),
+                                 response.stamps().reserved_seq(), own_seq, out));
+    if (!end.has_value()) return absl::OkStatus();
     after = *end;
   }
-  return finish(absl::OkStatus());
 }
 
 absl::Status AntiEntropy::Settle(const std::string& peer, const TableRef& def,
@@ -591,184 +552,6 @@ absl::Status AntiEntropy::Push(const std::string& peer, const TableRef& def,
     }
   }
   return send();
-}
-
-bool AntiEntropy::WaitForCursor(const std::string& peer, const std::string& db, uint64_t log_id,
-                                uint64_t seq, absl::Duration wait) {
-  const absl::Time deadline = absl::Now() + wait;
-  const std::string key = storage::CursorKey(peer, db);
-  std::string last;
-  absl::Time moved = absl::Now();
-  for (;;) {
-    std::string value;
-    bool found = false;
-    storage::v1::ReplicaCursor cursor;
-    if (node_->engine->Get(storage::Cf::kMeta, key, &value, &found).ok() && found &&
-        cursor.ParseFromString(value) && cursor.log_id() == log_id && !cursor.has_copy() &&
-        cursor.seq() >= seq) {
-      return true;
-    }
-    if (seq == 0 && log_id != 0) return true;  // the peer's log was empty
-    const absl::Time now = absl::Now();
-    if (value != last) {
-      last = value;
-      moved = now;
-    }
-    // Replication is not delivering (paused, cut, a peer that lost its cursor): waiting longer
-    // changes nothing.
-    if (now - moved >= kCursorStall || now >= deadline || Stopping()) return false;
-    absl::SleepFor(kCursorPoll);
-  }
-}
-
-absl::Status AntiEntropy::Serve(const std::string& peer, const peer::v1::VerifyRequest& request,
-                                peer::v1::VerifyResponse* response,
-                                std::function<bool()> cancelled) {
-  const peer::v1::VerifyTable& t = request.table();
-  if (cluster_->ExclusionsFor(peer).Excludes(t.database(), t.table())) {
-    response->set_skipped("excluded by its route (R11)");  // whatever it holds of the name
-    return absl::OkStatus();
-  }
-  catalog::SnapshotRef snap = node_->catalog->Snapshot();
-  auto found = snap->FindTable(t.database(), t.table());
-  if (!found.ok()) {
-    const bool dropping = Dropping(found.status());
-    response->set_skipped(dropping ? "dropping" : "not live here");
-    response->set_schema_differs(!dropping);
-    return absl::OkStatus();
-  }
-  const TableRef& def = *found;
-  if (!def->replicate()) {
-    response->set_skipped("node-local here (C11)");
-    response->set_schema_differs(true);
-    return absl::OkStatus();
-  }
-  if (def->created_time() != t.created_time()) {
-    response->set_skipped(
-        absl::StrCat("another generation here (created_time ", def->created_time(), ")"));
-    response->set_schema_differs(true);
-    return absl::OkStatus();
-  }
-  auto served = [&](absl::Status s) {
-    if (Dropping(s)) {
-      response->Clear();
-      response->set_skipped("dropped during the verify");
-      return absl::OkStatus();
-    }
-    return s;
-  };
-  auto depth_ok = [](uint32_t depth) { return depth >= 1 && depth <= catalog::kMaxDigestDepth; };
-  constexpr uint32_t kFanout = 1u << catalog::kDigestFanoutBits;
-
-  switch (request.step_case()) {
-    case peer::v1::VerifyRequest::kDigest: {
-      const peer::v1::VerifyDigest& d = request.digest();
-      if (!depth_ok(d.depth())) return absl::InvalidArgumentError("verify digest: bad depth");
-      const size_t branches = size_t{1} << (catalog::kDigestFanoutBits * (d.depth() - 1));
-      if (d.branches_size() != 0 && static_cast<size_t>(d.branches_size()) != branches) {
-        return absl::InvalidArgumentError("verify digest: bad branch count");
-      }
-      auto tree = node_->records->Digest(def, static_cast<int>(d.depth()),
-                                         ScanOptions(d.settled_before(), cancelled));
-      if (!tree.ok()) return served(tree.status());
-      peer::v1::VerifyDigestAnswer* a = response->mutable_digest();
-      a->set_rows(tree->rows());
-      const std::vector<uint64_t> mine = tree->Level(static_cast<int>(d.depth()) - 1);
-      if (d.branches_size() == 0) {  // the first call: our branches
-        for (uint64_t b : mine) a->add_branches(b);
-        return absl::OkStatus();
-      }
-      for (size_t b = 0; b < mine.size(); ++b) {
-        if (mine[b] == d.branches(static_cast<int>(b))) continue;
-        a->add_differing_branches(static_cast<uint32_t>(b));
-        for (uint32_t j = 0; j < kFanout; ++j) a->add_leaves(tree->leaves()[b * kFanout + j]);
-      }
-      return absl::OkStatus();
-    }
-    case peer::v1::VerifyRequest::kStamps: {
-      const peer::v1::VerifyStamps& s = request.stamps();
-      if (!depth_ok(s.depth()) || static_cast<size_t>(s.leaves_size()) > (1u << 16) ||
-          s.limit() > kMaxKeysPerStep) {
-        return absl::InvalidArgumentError("verify stamps: bad depth, leaves or limit");
-      }
-      std::vector<uint32_t> leaves(s.leaves().begin(), s.leaves().end());
-      auto page =
-          node_->records->LeafStamps(def, static_cast<int>(s.depth()), leaves, s.after_key(),
-                                     s.limit() == 0 ? 1000 : s.limit(), ScanOptions(0, cancelled));
-      if (!page.ok()) return served(page.status());
-      peer::v1::VerifyStampsAnswer* a = response->mutable_stamps();
-      for (const RowStamp& stamp : page->stamps) *a->add_stamps() = EntryOf(t.table(), stamp);
-      a->set_more(page->more);
-      a->set_log_id(node_->log->log_id());
-      a->set_reserved_seq(node_->log->ReservedSeq(t.database()));  // after the scan
-      return absl::OkStatus();
-    }
-    case peer::v1::VerifyRequest::kRows: {
-      const auto& keys = request.rows().keys();
-      if (static_cast<size_t>(keys.size()) > kMaxKeysPerStep) {
-        return absl::InvalidArgumentError("verify rows: too many keys");
-      }
-      std::vector<std::string> wanted(keys.begin(), keys.end());
-      auto rows = node_->records->ReadStored(def, wanted);
-      if (!rows.ok()) return served(rows.status());
-      peer::v1::VerifyRowsAnswer* a = response->mutable_rows();
-      size_t bytes = 0;
-      size_t i = 0;
-      for (; i < wanted.size() && (i == 0 || bytes < kMaxStepBytes); ++i) {
-        if (!(*rows)[i].has_value()) continue;
-        *a->add_rows() = EntryOf(t.table(), wanted[i], *(*rows)[i], true);
-        bytes += (*rows)[i]->json().size() + wanted[i].size();
-      }
-      a->set_answered(static_cast<uint32_t>(i));
-      return absl::OkStatus();
-    }
-    case peer::v1::VerifyRequest::kBehind: {
-      const peer::v1::VerifyBehind& b = request.behind();
-      if (static_cast<size_t>(b.stamps_size()) > kMaxKeysPerStep) {
-        return absl::InvalidArgumentError("verify behind: too many stamps");
-      }
-      peer::v1::VerifyBehindAnswer* a = response->mutable_behind();
-      a->set_caught_up(WaitForCursor(peer, t.database(), b.log_id(), b.reserved_seq(),
-                                     absl::Milliseconds(std::min(b.wait_ms(), kMaxWaitMs))));
-      std::vector<std::string> keys;
-      for (const ChangeEntry& e : b.stamps()) keys.push_back(e.key());
-      auto rows = node_->records->ReadStored(def, keys);
-      if (!rows.ok()) return served(rows.status());
-      for (size_t i = 0; i < keys.size(); ++i) {
-        const ChangeEntry& e = b.stamps(static_cast<int>(i));
-        if (Loses((*rows)[i], e.version(), e.origin())) a->add_keys(keys[i]);
-      }
-      return absl::OkStatus();
-    }
-    case peer::v1::VerifyRequest::kRepair: {
-      const auto& rows = request.repair().rows();
-      if (static_cast<size_t>(rows.size()) > kMaxKeysPerStep) {
-        return absl::InvalidArgumentError("verify repair: too many rows");
-      }
-      peer::v1::ChangeBatch check;
-      std::vector<ChangeEntry> apply;
-      for (const ChangeEntry& e : rows) {
-        apply.push_back(e);
-        apply.back().set_table(t.table());  // only this table is repaired by this step
-        *check.add_entries() = apply.back();
-      }
-      CAIRN_RETURN_IF_ERROR(cluster_->clock_bound().CheckBatch(check, peer));  // R16
-      std::vector<ChangeEntry> unapplied;
-      auto stats = node_->records->ApplyPeerEntries(t.database(), apply, nullptr, &unapplied);
-      if (!stats.ok()) return served(stats.status());
-      response->mutable_repair()->set_applied(stats->applied);
-      response->mutable_repair()->set_not_applied(NotApplied(*stats));
-      rows_repaired_total_.fetch_add(stats->applied);
-      if (stats->applied > 0) {
-        spdlog::warn("[{}] verify by {}: {} row(s) of {} repaired here",
-                     node_->records->node_name(), peer, stats->applied, def->QualifiedName());
-      }
-      return absl::OkStatus();
-    }
-    case peer::v1::VerifyRequest::STEP_NOT_SET:
-      break;
-  }
-  return absl::InvalidArgumentError("verify: no step (a newer peer's request?)");
 }
 
 }  // namespace cairn::replication

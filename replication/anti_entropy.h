@@ -137,6 +137,16 @@ class AntiEntropy {
  private:
   TableVerify VerifyTable(const std::string& peer, const catalog::TableRef& def,
                           absl::Status* error);
+  // Steps 1 and 2 of one table (design 0007); VerifyTable counts and logs what they found.
+  absl::Status CompareTable(const std::string& peer, const catalog::TableRef& def,
+                            TableVerify* out);
+  // Step 1: the digests, both sides at once; the leaves that differ (none when the peer
+  // skipped the table: `out->skipped`).
+  absl::Status DifferingLeaves(const std::string& peer, const catalog::TableRef& def, Hlc settled,
+                               int depth, TableVerify* out, std::vector<uint32_t>* leaves);
+  // Step 2: the stamps of the differing leaves, page by page, each page settled.
+  absl::Status CompareStamps(const std::string& peer, const catalog::TableRef& def, Hlc settled,
+                             int depth, const std::vector<uint32_t>& leaves, TableVerify* out);
   // Steps 3-5 for one page of differing keys.
   absl::Status Settle(const std::string& peer, const catalog::TableRef& def,
                       const catalog::StampDiff& diff, uint64_t peer_log_id, uint64_t peer_seq,
@@ -150,6 +160,21 @@ class AntiEntropy {
   absl::Status Call(const std::string& peer, const catalog::TableRef& def,
                     peer::v1::VerifyRequest* request, peer::v1::VerifyResponse* response,
                     TableVerify* out);
+  // The callee's steps (anti_entropy_serve.cc). The table a step names, if it is comparable
+  // here; else null, with `response` saying why it is skipped.
+  catalog::TableRef ServedTable(const std::string& peer, const peer::v1::VerifyTable& t,
+                                peer::v1::VerifyResponse* response);
+  absl::Status ServeDigest(const catalog::TableRef& def, const peer::v1::VerifyDigest& d,
+                           const std::function<bool()>& cancelled, peer::v1::VerifyDigestAnswer* a);
+  absl::Status ServeStamps(const catalog::TableRef& def, const peer::v1::VerifyTable& t,
+                           const peer::v1::VerifyStamps& s, const std::function<bool()>& cancelled,
+                           peer::v1::VerifyStampsAnswer* a);
+  absl::Status ServeRows(const catalog::TableRef& def, const peer::v1::VerifyRows& r,
+                         peer::v1::VerifyRowsAnswer* a);
+  absl::Status ServeBehind(const std::string& peer, const catalog::TableRef& def,
+                           const peer::v1::VerifyBehind& b, peer::v1::VerifyBehindAnswer* a);
+  absl::Status ServeRepair(const std::string& peer, const catalog::TableRef& def,
+                           const peer::v1::VerifyRepair& r, peer::v1::VerifyRepairAnswer* a);
   // Waits until this node's cursor on `peer`'s log of `db` has passed `seq` of `log_id`
   // (true), or stops moving, or `wait` passes (false).
   bool WaitForCursor(const std::string& peer, const std::string& db, uint64_t log_id, uint64_t seq,

@@ -1,3 +1,5 @@
+// LogSender (record_stream.h): what this node sends a subscriber, from its change log, a full
+// copy or a refetch. The subscriber's side, ReceiverState, is record_stream_receive.cc.
 #include "replication/record_stream.h"
 
 #include <algorithm>
@@ -253,18 +255,7 @@ absl::StatusOr<bool> LogSender::ReadLog(const catalog::CatalogSnapshot& snap, co
                  node_->records->node_name(), db, state->sent_seq, committed);
     return CopyInstead(snap, db, state, out);
   }
-  if (committed == state->sent_seq) {
-    // Nothing new, but the peer may now cover what was held: it stores the cursor.
-    if (!holds_.advertised() || holds_.CursorFor(db, state->sent_seq) <= state->reported_cursor) {
-      return false;
-    }
-    out->set_database(db);
-    out->set_last_seq(state->sent_seq);
-    out->set_head_seq(committed);
-    state->reported_cursor = holds_.CursorFor(db, state->sent_seq);
-    out->set_cursor_seq(state->reported_cursor);
-    return true;
-  }
+  if (committed == state->sent_seq) return CursorOnly(db, committed, state, out);
   const uint64_t from = state->sent_seq + 1;
   if (from <= node_->log->TrimmedThrough(db)) {
     // The peer's cursor fell out of retention (R12): a full copy instead (R7).
@@ -275,58 +266,106 @@ absl::StatusOr<bool> LogSender::ReadLog(const catalog::CatalogSnapshot& snap, co
   // Read entries (from, committed], then the rows they name in one MultiGet. The log holds no
   // bodies: an entry whose row has another version now was superseded by a later entry of
   // the same key (which this stream also carries) and is skipped.
-  struct Read {
-    uint64_t seq;
-    ChangeEntry entry;
-    uint64_t generation;  // of its table in `snap`; 0: not there (or not replicating)
-  };
-  bool origin_gap = false;  // an entry of this node's own left out (ChangeBatch.origin_gap)
-  std::vector<Read> reads;
-  std::vector<std::string> keys;
-  std::vector<size_t> keyed;  // index into reads of each key
-  uint64_t last = from - 1;
-  {
-    auto it =
-        node_->engine->NewIterator(Cf::kChangeLog, nullptr, storage::LogKey(db, committed + 1));
-    size_t scanned = 0;  // bounds the work of a batch whose entries are mostly skipped
-    for (it->Seek(ToSlice(storage::LogKey(db, from)));
-         it->Valid() && keys.size() < limits_.max_entries && scanned < 8 * limits_.max_entries;
-         it->Next(), ++scanned) {
-      last = storage::GetBigEndian64(ToView(it->key()).substr(db.size() + 1));
-      ChangeEntry e;
-      if (!e.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) continue;
-      // Excluded (R11) or the peer's own writes, which it holds (peer_): relaying them back
-      // doubled every link's traffic. Not for this peer, whatever the catalog says. Except in
-      // a table the peer dropped locally (decision 86).
-      const bool own = e.origin() == self_;
-      if (Excluded(db, e.table())) {
-        origin_gap |= own;
-        continue;
-      }
-      if (e.origin() == peer_ && !echo_.contains(std::make_pair(db, e.table()))) continue;
-      // Design 0004: the peer gets it from its origin (or it was sent before a replay).
-      if (holds_.Classify(db, last, e.origin(), own, e.origin_seq(), e.origin_log_id()) !=
-          OriginHolds::Verdict::kSend) {
-        continue;
-      }
-      if (own) {  // where it sits in this node's log, for the peer's adverts
-        e.set_origin_seq(last);
-        e.set_origin_log_id(node_->log->log_id());
-      }
-      auto def = snap.FindTable(db, e.table());
-      Read r{last, std::move(e), def.ok() && (*def)->replicate() ? (*def)->generation_id() : 0};
-      if (r.generation != 0) {
-        keys.push_back(storage::RecordKey(r.generation, r.entry.key()));
-        keyed.push_back(reads.size());
-      }
-      reads.push_back(std::move(r));
-    }
-    CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
-    if (!it->Valid()) last = committed;  // the rest up to the watermark are gaps (R5)
-  }
+  LogScan scan;
+  scan.last = from - 1;
+  CAIRN_RETURN_IF_ERROR(ScanLog(snap, db, from, committed, &scan));
   if (from <= node_->log->TrimmedThrough(db)) {
     // Trimmed while we read: what we read may have holes. Start over as a full copy.
     return CopyInstead(snap, db, state, out);
+  }
+  CAIRN_ASSIGN_OR_RETURN(std::vector<std::optional<StoredRecord>> rows, ReadRows(scan.reads));
+  CutAtNewerTable(db, rows, &scan);
+  if (scan.last < from) return false;  // the first entry needs a newer snapshot
+  for (size_t i = 0; i < scan.reads.size(); ++i) {
+    if (!rows[i].has_value()) continue;
+    const ChangeEntry& read = scan.reads[i].entry;
+    ChangeEntry* e = out->add_entries();
+    RowEntry(read.table(), read.key(), &*rows[i], e);
+    if (read.origin_seq() != 0) {
+      e->set_origin_seq(read.origin_seq());
+      e->set_origin_log_id(read.origin_log_id());
+    }
+  }
+  holds_.Commit(db, scan.last);
+  out->set_database(db);
+  out->set_last_seq(scan.last);
+  out->set_head_seq(committed);
+  out->set_origin_gap(scan.origin_gap);
+  // R11: this route leaves tables of `db` out for the peer; it never counts on this node as
+  // their origin (or every batch with a write of them would be a gap).
+  out->set_origin_excludes(exclusions_.AnyIn(db));
+  state->sent_seq = scan.last;
+  if (holds_.advertised()) {
+    const uint64_t cursor = holds_.CursorFor(db, scan.last);  // never decreases (OriginHolds (2))
+    *silent = out->entries_size() == 0 && !scan.origin_gap && cursor == state->reported_cursor;
+    state->reported_cursor = cursor;
+    out->set_cursor_seq(cursor);
+  }
+  return true;
+}
+
+bool LogSender::CursorOnly(const std::string& db, uint64_t committed, Db* state,
+                           peer::v1::ChangeBatch* out) {
+  // Nothing new, but the peer may now cover what was held: it stores the cursor.
+  if (!holds_.advertised() || holds_.CursorFor(db, state->sent_seq) <= state->reported_cursor) {
+    return false;
+  }
+  out->set_database(db);
+  out->set_last_seq(state->sent_seq);
+  out->set_head_seq(committed);
+  state->reported_cursor = holds_.CursorFor(db, state->sent_seq);
+  out->set_cursor_seq(state->reported_cursor);
+  return true;
+}
+
+absl::Status LogSender::ScanLog(const catalog::CatalogSnapshot& snap, const std::string& db,
+                                uint64_t from, uint64_t committed, LogScan* scan) {
+  auto it = node_->engine->NewIterator(Cf::kChangeLog, nullptr, storage::LogKey(db, committed + 1));
+  size_t scanned = 0;  // bounds the work of a batch whose entries are mostly skipped
+  size_t keyed = 0;    // reads with a row to look up
+  for (it->Seek(ToSlice(storage::LogKey(db, from)));
+       it->Valid() && keyed < limits_.max_entries && scanned < 8 * limits_.max_entries;
+       it->Next(), ++scanned) {
+    const uint64_t seq = storage::GetBigEndian64(ToView(it->key()).substr(db.size() + 1));
+    scan->last = seq;
+    ChangeEntry e;
+    if (!e.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) continue;
+    // Excluded (R11) or the peer's own writes, which it holds (peer_): relaying them back
+    // doubled every link's traffic. Not for this peer, whatever the catalog says. Except in
+    // a table the peer dropped locally (decision 86).
+    const bool own = e.origin() == self_;
+    if (Excluded(db, e.table())) {
+      scan->origin_gap |= own;
+      continue;
+    }
+    if (e.origin() == peer_ && !echo_.contains(std::make_pair(db, e.table()))) continue;
+    // Design 0004: the peer gets it from its origin (or it was sent before a replay).
+    if (holds_.Classify(db, seq, e.origin(), own, e.origin_seq(), e.origin_log_id()) !=
+        OriginHolds::Verdict::kSend) {
+      continue;
+    }
+    if (own) {  // where it sits in this node's log, for the peer's adverts
+      e.set_origin_seq(seq);
+      e.set_origin_log_id(node_->log->log_id());
+    }
+    auto def = snap.FindTable(db, e.table());
+    const uint64_t generation = def.ok() && (*def)->replicate() ? (*def)->generation_id() : 0;
+    if (generation != 0) ++keyed;
+    scan->reads.push_back(LogRead{seq, std::move(e), generation});
+  }
+  CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
+  if (!it->Valid()) scan->last = committed;  // the rest up to the watermark are gaps (R5)
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::optional<StoredRecord>>> LogSender::ReadRows(
+    const std::vector<LogRead>& reads) {
+  std::vector<std::string> keys;
+  std::vector<size_t> keyed;  // index into reads of each key
+  for (size_t i = 0; i < reads.size(); ++i) {
+    if (reads[i].generation == 0) continue;
+    keys.push_back(storage::RecordKey(reads[i].generation, reads[i].entry.key()));
+    keyed.push_back(i);
   }
   std::vector<rocksdb::Slice> slices;
   slices.reserve(keys.size());
@@ -348,12 +387,19 @@ absl::StatusOr<bool> LogSender::ReadLog(const catalog::CatalogSnapshot& snap, co
       rows[keyed[k]] = std::move(rec);
     }
   }
+  return rows;
+}
+
+void LogSender::CutAtNewerTable(const std::string& db,
+                                const std::vector<std::optional<StoredRecord>>& rows,
+                                LogScan* scan) {
   // An entry with no row to send is skipped only when that is provably right (R15): its
   // table's generation in `snap` is still the live one (then the row was superseded, or the
   // table is node-local), or the table is gone. A table created, or dropped and created again,
   // after `snap` was taken is not in it: the batch ends before that entry, and the next round
   // sends a newer DB_SCHEMA first.
   catalog::SnapshotRef live;  // taken after the reads: newer than every entry read
+  std::vector<LogRead>& reads = scan->reads;
   for (size_t i = 0; i < reads.size(); ++i) {
     if (rows[i].has_value()) continue;
     if (live == nullptr) live = node_->catalog->Snapshot();
@@ -365,43 +411,17 @@ absl::StatusOr<bool> LogSender::ReadLog(const catalog::CatalogSnapshot& snap, co
       // the name held before is no such write (its row generation tells).
       if (reads[i].entry.origin() == self_) {
         auto def = live->FindTable(db, reads[i].entry.table());
-        origin_gap |= !def.ok() || (*def)->replicate() ||
-                      reads[i].entry.row_generation() != (*def)->created_time();
+        scan->origin_gap |= !def.ok() || (*def)->replicate() ||
+                            reads[i].entry.row_generation() != (*def)->created_time();
       }
       continue;
     }
     if (reads[i].generation == now) continue;  // superseded by a later entry of the key
     stale_snapshot_ = true;
-    last = reads[i].seq - 1;
+    scan->last = reads[i].seq - 1;
     reads.resize(i);
-    break;
+    return;
   }
-  if (last < from) return false;  // the first entry needs a newer snapshot
-  for (size_t i = 0; i < reads.size(); ++i) {
-    if (!rows[i].has_value()) continue;
-    ChangeEntry* e = out->add_entries();
-    RowEntry(reads[i].entry.table(), reads[i].entry.key(), &*rows[i], e);
-    if (reads[i].entry.origin_seq() != 0) {
-      e->set_origin_seq(reads[i].entry.origin_seq());
-      e->set_origin_log_id(reads[i].entry.origin_log_id());
-    }
-  }
-  holds_.Commit(db, last);
-  out->set_database(db);
-  out->set_last_seq(last);
-  out->set_head_seq(committed);
-  out->set_origin_gap(origin_gap);
-  // R11: this route leaves tables of `db` out for the peer; it never counts on this node as
-  // their origin (or every batch with a write of them would be a gap).
-  out->set_origin_excludes(exclusions_.AnyIn(db));
-  state->sent_seq = last;
-  if (holds_.advertised()) {
-    const uint64_t cursor = holds_.CursorFor(db, last);  // never decreases (OriginHolds (2))
-    *silent = out->entries_size() == 0 && !origin_gap && cursor == state->reported_cursor;
-    state->reported_cursor = cursor;
-    out->set_cursor_seq(cursor);
-  }
-  return true;
 }
 
 absl::StatusOr<bool> LogSender::NextRefetch(const catalog::CatalogSnapshot& snap,
@@ -461,253 +481,6 @@ absl::StatusOr<bool> LogSender::Next(const catalog::CatalogSnapshot& snap,
   }
   if (!refetch_.empty()) return NextRefetch(snap, out);
   return false;
-}
-
-// ---------------------------------------------------------------------------------------------
-// ReceiverState
-
-ReceiverState::ReceiverState(catalog::LocalNode* node, std::string peer, uint64_t peer_log_id,
-                             Exclusions exclusions, ParkedRetrier* parked)
-    : node_(node),
-      peer_(std::move(peer)),
-      peer_log_id_(peer_log_id),
-      exclusions_(std::move(exclusions)),
-      parking_(node, peer_),
-      parked_(parked) {}
-
-absl::StatusOr<peer::v1::Subscribe> ReceiverState::BuildSubscribe() {
-  peer::v1::Subscribe sub;
-  const std::string prefix = storage::CursorPrefix(peer_);
-  auto it = node_->engine->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(prefix));
-  for (it->Seek(ToSlice(prefix)); it->Valid(); it->Next()) {
-    storage::v1::ReplicaCursor cursor;
-    if (!cursor.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
-      continue;
-    }
-    // A cursor into another log (the peer's directory was replaced) is worthless: copy.
-    if (cursor.log_id() != peer_log_id_) continue;
-    peer::v1::DbCursor* c = sub.add_cursors();
-    c->set_database(std::string(ToView(it->key()).substr(prefix.size())));
-    c->set_seq(cursor.seq());
-    if (cursor.has_copy()) *c->mutable_copy() = cursor.copy();
-    // Status starts from the stored cursor, so a batch that does not move it (a refetch)
-    // does not make this node look behind by the peer's whole log.
-    DbProgress& p = progress_[c->database()];
-    p.cursor = p.head = cursor.seq();
-    // The peer sends every entry of its own after the cursor (OriginAdvert since).
-    if (!cursor.has_copy()) p.since = p.high = cursor.seq();
-  }
-  CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
-  for (const std::string& t : exclusions_.List()) sub.add_exclude(t);
-  CAIRN_ASSIGN_OR_RETURN(peer::v1::Refetch refetch, NewRefetches());
-  *sub.mutable_refetch() = std::move(*refetch.mutable_tables());
-  // Decision 86: every table this node dropped locally, whatever this link refetched.
-  sub.clear_echo();
-  if (!echo_) return sub;
-  const std::string echo_prefix(storage::kEchoPrefix);
-  auto e = node_->engine->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(echo_prefix));
-  for (e->Seek(ToSlice(echo_prefix)); e->Valid(); e->Next()) {
-    const absl::string_view name = ToView(e->key()).substr(echo_prefix.size());
-    const size_t nul = name.find('\0');
-    if (nul == absl::string_view::npos) continue;
-    peer::v1::TableRefetch* t = sub.add_echo();
-    t->set_database(std::string(name.substr(0, nul)));
-    t->set_table(std::string(name.substr(nul + 1)));
-  }
-  CAIRN_RETURN_IF_ERROR(storage::FromRocks(e->status()));
-  return sub;
-}
-
-absl::StatusOr<peer::v1::Refetch> ReceiverState::NewRefetches() {
-  peer::v1::Refetch out;
-  const std::string prefix(storage::kRefetchPrefix);
-  auto r = node_->engine->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(prefix));
-  for (r->Seek(ToSlice(prefix)); r->Valid(); r->Next()) {
-    // "refetch/<db>/<table>\0<peer>"
-    const absl::string_view name = ToView(r->key()).substr(prefix.size());
-    const size_t slash = name.find('/');
-    const size_t nul = name.find('\0');
-    if (slash == absl::string_view::npos || nul == absl::string_view::npos || nul < slash ||
-        name.substr(nul + 1) != peer_) {
-      continue;
-    }
-    std::pair<std::string, std::string> id(name.substr(0, slash),
-                                           name.substr(slash + 1, nul - slash - 1));
-    if (refetch_asked_.count(id) > 0) continue;
-    // After a local drop (value 0, decision 44) the table is asked for once a peer's
-    // definition made it live here again; until then its rows have nowhere to go.
-    if (r->value().size() >= 8 && storage::GetBigEndian64(ToView(r->value())) == 0 &&
-        !node_->catalog->Snapshot()->FindTable(id.first, id.second).ok()) {
-      continue;
-    }
-    refetch_asked_.insert(id);
-    peer::v1::TableRefetch* t = out.add_tables();
-    t->set_database(id.first);
-    t->set_table(id.second);
-    // After a local drop of a replicated table: from now on this link's stream carries this
-    // node's own writes of it too (decision 86).
-    if (echo_) {
-      std::string unused;
-      bool echoed = false;
-      CAIRN_RETURN_IF_ERROR(
-          node_->engine->Get(Cf::kMeta, storage::EchoKey(id.first, id.second), &unused, &echoed));
-      if (echoed) *out.add_echo() = *t;
-    }
-  }
-  CAIRN_RETURN_IF_ERROR(storage::FromRocks(r->status()));
-  return out;
-}
-
-absl::Status ReceiverState::Apply(const peer::v1::ChangeBatch& batch,
-                                  catalog::ApplyStats* stats_out) {
-  const std::string& db = batch.database();
-  // A peer's value: a name this node could not hold would also split parked keys wrongly.
-  CAIRN_RETURN_IF_ERROR(catalog::ValidateDatabaseName(db));
-  // Read in place (issue 23 part 3): a batch's entries are not copied on their way in.
-  std::vector<const ChangeEntry*> entries;
-  entries.reserve(batch.entries_size());
-  for (const ChangeEntry& e : batch.entries()) {
-    if (exclusions_.Excludes(db, e.table())) continue;  // R11, receiver's side
-    entries.push_back(&e);
-  }
-  DbProgress& p = progress_[db];
-  // The cursor that goes into the same batch (R6). Refetch batches leave it alone.
-  std::optional<storage::v1::ReplicaCursor> cursor;
-  if (!batch.has_refetch()) {
-    cursor.emplace();
-    cursor->set_log_id(peer_log_id_);
-    if (batch.has_copy() && !batch.copy().done()) {
-      *cursor->mutable_copy() = batch.copy();
-    } else if (batch.has_copy()) {
-      cursor->set_seq(batch.copy().target_seq());
-    } else {
-      // The sender may hold entries back before last_seq (design 0004): a resubscription
-      // starts before them.
-      cursor->set_seq(batch.has_cursor_seq() ? std::min(batch.cursor_seq(), batch.last_seq())
-                                             : batch.last_seq());
-    }
-  }
-  std::vector<ChangeEntry> parked;  // R17: filled by ApplyPeerEntries before extra runs
-  auto extra = [&](rocksdb::WriteBatch* wb) {
-    if (!parked.empty()) parking_.Park(db, parked, wb);
-    // why ignored (both): WriteBatch fails only beyond 4 GiB.
-    if (cursor.has_value()) {
-      wb->Put(node_->engine->cf(Cf::kMeta), ToSlice(storage::CursorKey(peer_, db)),
-              cursor->SerializeAsString())
-          .PermitUncheckedError();
-    }
-    if (batch.refetch_done()) {
-      // R14: this peer has sent everything it holds of a table asked for again.
-      wb->Delete(node_->engine->cf(Cf::kMeta),
-                 ToSlice(storage::RefetchKey(db, batch.refetch().table(), peer_)))
-          .PermitUncheckedError();
-    }
-  };
-  [[maybe_unused]] FaultRegistry* faults = node_->catalog->options().faults;  // hooks off: unused
-  CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(faults, fault_points::kReplApplyBeforeCommit));
-  // Only the peer's own writes, each with its place in the peer's log: the commit tells the
-  // senders so (Cluster::OnCommit), and those whose peers get them elsewhere stay asleep.
-  std::optional<storage::ChangeLog::TagScope> tag;
-  if (!batch.has_copy() && !batch.has_refetch() &&
-      std::all_of(entries.begin(), entries.end(), [&](const ChangeEntry* e) {
-        return e->origin() == peer_ && e->origin_seq() != 0;
-      })) {
-    tag.emplace(&peer_);
-  }
-  absl::StatusOr<catalog::ApplyStats> applied =
-      node_->records->ApplyPeerEntries(db, entries, extra, &parked);
-  tag.reset();
-  CAIRN_ASSIGN_OR_RETURN(catalog::ApplyStats stats, std::move(applied));
-  if (stats.parked > 0) {
-    spdlog::info("[{}] {} entr{} of '{}' from {} parked: table not live here yet (R17)",
-                 node_->records->node_name(), stats.parked, stats.parked == 1 ? "y" : "ies", db,
-                 peer_);
-    if (parked_ != nullptr && !parked.empty()) {
-      parked_->Parked(peer_, absl::StrCat(db, ".", parked.front().table()), stats.parked,
-                      absl::ToUnixMillis(node_->hlc->WallNow()));
-    }
-  }
-  // why ignored: the batch is committed; only crash, delay and block matter here.
-  CAIRN_FAULT(faults, fault_points::kReplApplyAfterCommit).IgnoreError();
-  if (batch.refetch_done()) {
-    refetch_asked_.erase({db, batch.refetch().table()});
-    spdlog::info("[{}] {}.{}: {} sent its rows again (R14)", node_->records->node_name(), db,
-                 batch.refetch().table(), peer_);
-  }
-  if (stats_out != nullptr) *stats_out = stats;
-  ++batches_;
-  entries_applied_ += stats.applied;
-  entries_received_ += static_cast<uint64_t>(batch.entries_size());
-  for (const ChangeEntry* e : entries) p.newest_version = std::max(p.newest_version, e->version());
-  p.head = std::max(p.head, batch.head_seq());
-  if (cursor.has_value()) {
-    if (cursor->has_copy()) {
-      if (!p.copy.has_value()) {
-        p.copy_started = absl::Now();
-        p.copy_rows_at_start = batch.copy().rows_done() - batch.entries_size();
-      }
-      p.copy = cursor->copy();
-    } else {
-      if (p.copy.has_value()) {
-        spdlog::info("[{}] full copy of '{}' from {} done: {} row(s)", node_->records->node_name(),
-                     db, peer_, batch.copy().rows_done());
-      }
-      p.copy.reset();
-      p.cursor = cursor->seq();
-    }
-  }
-  // What this node can advertise of the peer as an origin (Direct).
-  if (batch.has_copy()) {
-    p.streaming = batch.copy().done();
-    p.since = p.high = batch.copy().target_seq();
-  } else if (!batch.has_refetch()) {
-    p.cursor = std::max(p.cursor, batch.last_seq());  // lag: where the stream is
-    p.high = std::max(p.high, batch.last_seq());
-    p.streaming = true;
-    // The peer left some of its own writes out: from here on only (OriginAdvert since).
-    if (batch.origin_gap()) p.since = p.high;
-    p.excluding = batch.origin_excludes();
-  }
-  return absl::OkStatus();
-}
-
-std::optional<DirectOrigin> ReceiverState::Direct(const std::string& db) const {
-  auto it = progress_.find(db);
-  // Tables of `db` this route leaves out come from elsewhere (R11).
-  if (!origins_ || it == progress_.end() || !it->second.streaming || it->second.excluding ||
-      exclusions_.AnyIn(db)) {
-    return std::nullopt;
-  }
-  return DirectOrigin{peer_log_id_, it->second.since, it->second.high};
-}
-
-ReceiveStats ReceiverState::Stats(absl::Time now) const {
-  ReceiveStats s;
-  s.batches = batches_;
-  s.entries_applied = entries_applied_;
-  s.entries_received = entries_received_;
-  uint64_t done = 0, total = 0, rows_since = 0;
-  absl::Time earliest = now;
-  for (const auto& [db, p] : progress_) {
-    s.cursors[db] = p.cursor;
-    if (p.head > p.cursor) s.lag_entries += p.head - p.cursor;
-    s.newest_applied_ms = std::max<int64_t>(
-        s.newest_applied_ms, static_cast<int64_t>(HybridClock::PhysicalMs(p.newest_version)));
-    if (p.copy.has_value()) {
-      s.copy_active = true;
-      done += p.copy->rows_done();
-      total += std::max(p.copy->rows_total(), p.copy->rows_done());
-      rows_since += p.copy->rows_done() - std::min(p.copy->rows_done(), p.copy_rows_at_start);
-      earliest = std::min(earliest, p.copy_started);
-    }
-  }
-  if (s.copy_active) {
-    // Done rows over the sender's count at the start; never 100 before the copy ends.
-    s.copy_percent = total == 0 ? 0 : std::min(99.9, 100.0 * done / total);
-    const double secs = absl::ToDoubleSeconds(now - earliest);
-    s.copy_rows_per_s = secs > 0 ? rows_since / secs : 0;
-  }
-  return s;
 }
 
 }  // namespace cairn::replication

@@ -123,10 +123,37 @@ class LogSender {
                                 Db* state, peer::v1::ChangeBatch* out);
   absl::StatusOr<bool> NextLog(const catalog::CatalogSnapshot& snap, const std::string& db,
                                Db* state, peer::v1::ChangeBatch* out);
-  // One read of NextLog. `*silent`: it produced a batch the peer does not need (no entries,
-  // no gap, its cursor unmoved); the stream has moved past it all the same.
+  // One read of NextLog, in phases: ScanLog, ReadRows, CutAtNewerTable, then the batch.
+  // `*silent`: it produced a batch the peer does not need (no entries, no gap, its cursor
+  // unmoved); the stream has moved past it all the same.
   absl::StatusOr<bool> ReadLog(const catalog::CatalogSnapshot& snap, const std::string& db,
                                Db* state, peer::v1::ChangeBatch* out, bool* silent);
+  // Nothing new in the log: a batch that only moves the peer's cursor, if the holds let it.
+  bool CursorOnly(const std::string& db, uint64_t committed, Db* state, peer::v1::ChangeBatch* out);
+  // An entry of the log to send, with its table's generation in the round's snapshot (0: not
+  // there, or not replicating).
+  struct LogRead {
+    uint64_t seq;
+    storage::v1::ChangeEntry entry;
+    uint64_t generation;
+  };
+  // What one scan of the log found.
+  struct LogScan {
+    std::vector<LogRead> reads;
+    uint64_t last = 0;        // the log position read through
+    bool origin_gap = false;  // an entry of this node's own left out (ChangeBatch.origin_gap)
+  };
+  // Reads entries (from, committed] of `db` for this peer, at most a batch of them.
+  absl::Status ScanLog(const catalog::CatalogSnapshot& snap, const std::string& db, uint64_t from,
+                       uint64_t committed, LogScan* scan);
+  // The rows the reads name, in one MultiGet; none where the row has another version now.
+  absl::StatusOr<std::vector<std::optional<storage::v1::StoredRecord>>> ReadRows(
+      const std::vector<LogRead>& reads);
+  // R15: ends the scan before the first entry with no row whose table is newer than the
+  // round's snapshot (stale_snapshot_).
+  void CutAtNewerTable(const std::string& db,
+                       const std::vector<std::optional<storage::v1::StoredRecord>>& rows,
+                       LogScan* scan);
   absl::StatusOr<bool> NextRefetch(const catalog::CatalogSnapshot& snap,
                                    peer::v1::ChangeBatch* out);
 
