@@ -1,3 +1,6 @@
+// Catalog: publishing snapshots and creates (SPEC C1, C2, C3). Open and restart recovery are in
+// catalog_load.cc, attributes in catalog_attributes.cc, drops in catalog_drop.cc, peer
+// definitions in catalog_peer.cc.
 #include "catalog/catalog.h"
 
 #include <algorithm>
@@ -5,25 +8,16 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/random/random.h"
-#include "absl/strings/escaping.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "catalog/internal/catalog_rows.h"
 #include "catalog/names.h"
-#include "catalog/user_catalog.h"
 #include "common/fault_points.h"
 #include "common/status.h"
-#include "spdlog/spdlog.h"
 #include "storage/keys.h"
-#include "storage/rocksdb_status.h"
 
 namespace cairn::catalog {
 
-using internal::BigEndian;
 using internal::BuildAttributes;
-using internal::FromRow;
-using internal::MarkerId;
 using internal::PutProto;
 using internal::Qualified;
 using internal::ToRow;
@@ -77,218 +71,7 @@ SnapshotRef Catalog::Snapshot() const {
   return snapshot_;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Load and restart recovery (C10).
-
-absl::Status Catalog::Load() {
-  auto snap = std::make_shared<CatalogSnapshot>();
-  HybridClock* hlc = options_.hlc;
-
-  // Invariant (3): resume above every id handed out, by the high-water keys or (written
-  // before them) the next-id key.
-  uint64_t next_generation = 1;
-  {
-    std::string value;
-    bool found = false;
-    CAIRN_RETURN_IF_ERROR(engine_->Get(Cf::kMeta, storage::kNextGenerationKey, &value, &found));
-    if (found && value.size() == 8) next_generation = storage::GetBigEndian64(value);
-    const std::string prefix(storage::kGenerationHighWaterPrefix);
-    auto it = engine_->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(prefix));
-    it->SeekToLast();
-    if (it->Valid()) {
-      const absl::string_view key = storage::ToView(it->key());
-      if (key.size() == prefix.size() + 8 && absl::StartsWith(key, prefix)) {
-        const uint64_t highest = storage::GetBigEndian64(key.substr(prefix.size()));
-        next_generation = std::max(next_generation, highest + 1);
-        // Each create wrote its own key: keep the highest only.
-        rocksdb::WriteBatch batch;
-        batch
-            .DeleteRange(engine_->cf(Cf::kMeta), ToSlice(storage::GenerationHighWaterKey(0)),
-                         ToSlice(storage::GenerationHighWaterKey(highest)))
-            .PermitUncheckedError();
-        CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
-      }
-    }
-    CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
-  }
-
-  auto scan = [&](absl::string_view prefix, auto&& fn) -> absl::Status {
-    auto it = engine_->NewIterator(Cf::kCatalog, nullptr, storage::PrefixSuccessor(prefix));
-    for (it->Seek(ToSlice(prefix)); it->Valid(); it->Next()) {
-      CAIRN_RETURN_IF_ERROR(fn(absl::string_view(it->key().data(), it->key().size()),
-                               absl::string_view(it->value().data(), it->value().size())));
-    }
-    return it->status().ok() ? absl::OkStatus() : absl::DataLossError(it->status().ToString());
-  };
-  auto corrupt = [](absl::string_view what, absl::string_view key) {
-    return absl::DataLossError(
-        absl::StrCat("catalog: unreadable ", what, " row at key '", absl::CHexEscape(key), "'"));
-  };
-
-  // Databases.
-  CAIRN_RETURN_IF_ERROR(
-      scan(storage::kDatabasePrefix, [&](absl::string_view key, absl::string_view value) {
-        v1::DatabaseRow row;
-        if (!row.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-          return corrupt("database", key);
-        }
-        auto d = std::make_shared<DatabaseDef>();
-        d->name = row.name();
-        d->created_time = row.created_time();
-        snap->databases[row.name()] = std::move(d);
-        return absl::OkStatus();
-      }));
-
-  // Drop markers.
-  CAIRN_RETURN_IF_ERROR(scan(storage::kMarkerPrefix, [&](absl::string_view key,
-                                                         absl::string_view value) {
-    v1::DropMarker marker;
-    std::vector<std::string> parts = absl::StrSplit(key.substr(2), '/');
-    if (parts.size() != 2 || !marker.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-      return corrupt("drop marker", key);
-    }
-    snap->markers[MarkerId(parts[0], parts[1])] = marker.dropped_time();
-    hlc->Observe(marker.dropped_time());
-    return absl::OkStatus();
-  }));
-
-  // Attribute markers (C15).
-  CAIRN_RETURN_IF_ERROR(scan(storage::kAttributeMarkerPrefix, [&](absl::string_view key,
-                                                                  absl::string_view value) {
-    v1::AttributeMarker marker;
-    // Attribute names may hold '/' nowhere (C13), so the key splits into exactly three.
-    std::vector<std::string> parts = absl::StrSplit(key.substr(2), '/');
-    if (parts.size() != 3 || !marker.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-      return corrupt("attribute marker", key);
-    }
-    snap->attribute_markers[MarkerId(parts[0], parts[1])][parts[2]] = marker.dropped_time();
-    hlc->Observe(marker.dropped_time());
-    return absl::OkStatus();
-  }));
-
-  // Table generations. Tombstoned ones are never loaded (C10); they are completed below.
-  std::vector<v1::TableRow> tombstoned;
-  std::vector<v1::TableRow> live;
-  uint64_t max_generation = 0;
-  CAIRN_RETURN_IF_ERROR(
-      scan(storage::kTablePrefix, [&](absl::string_view key, absl::string_view value) {
-        v1::TableRow row;
-        if (!row.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-          return corrupt("table", key);
-        }
-        max_generation = std::max(max_generation, row.generation_id());
-        hlc->Observe(row.created_time());
-        (row.has_tombstone() ? tombstoned : live).push_back(std::move(row));
-        return absl::OkStatus();
-      }));
-
-  next_generation = std::max(next_generation, max_generation + 1);
-  for (v1::TableRow& row : live) {
-    std::vector<AttributeDef> attributes;
-    CAIRN_RETURN_IF_ERROR(
-        scan(storage::AttributePrefix(row.generation_id()),
-             [&](absl::string_view key, absl::string_view value) {
-               v1::AttributeRow a;
-               if (!a.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-                 return corrupt("attribute", key);
-               }
-               attributes.push_back(FromRow(a));
-               hlc->Observe(a.created_time());  // C15: a drop is stamped after it
-               return absl::OkStatus();
-             }));
-    // Creation order, as before the restart: the primary key (id 0) first.
-    std::sort(attributes.begin(), attributes.end(),
-              [](const AttributeDef& a, const AttributeDef& b) { return a.id < b.id; });
-    // Strips of dropped attributes not finished before the restart (decision 4).
-    AttributeStamps stripping;
-    {
-      const std::string prefix = storage::StripKey(row.generation_id(), "");
-      auto it = engine_->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(prefix));
-      for (it->Seek(ToSlice(prefix)); it->Valid(); it->Next()) {
-        const absl::string_view value = storage::ToView(it->value());
-        // An empty value was written before drops were stamped: every value of the name is
-        // taken for the dropped attribute's (decision 57).
-        const Hlc stamp = value.size() == 8 ? storage::GetBigEndian64(value) : kMaxHlc;
-        stripping[std::string(storage::ToView(it->key()).substr(prefix.size()))] = stamp;
-      }
-      CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
-    }
-    auto& db = snap->databases[row.database()];
-    if (db == nullptr) {
-      // Cannot happen (a table's database row is in its create batch); serve it anyway.
-      spdlog::error("[{}] table {} has no database row; recreating it in memory",
-                    options_.node_name, Qualified(row.database(), row.name()));
-      auto d = std::make_shared<DatabaseDef>();
-      d->name = row.database();
-      db = std::move(d);
-    }
-    if (db->tables.count(row.name()) != 0) {
-      return absl::DataLossError(absl::StrCat("catalog holds two live generations of ",
-                                              Qualified(row.database(), row.name())));
-    }
-    auto state = std::make_shared<GenerationState>();
-    {
-      absl::MutexLock schema_lock(&state->schema_mu());
-      state->set_schema_version(1);
-    }
-    AttributeStamps markers;
-    if (row.replicate()) markers = snap->AttributeMarkersFor(row.database(), row.name());
-    auto def = std::make_shared<TableDef>(row, std::move(attributes), std::move(state), 1,
-                                          std::move(stripping), std::move(markers));
-    PutTable(snap.get(), row.database(), row.name(), std::move(def));
-  }
-
-  // A pending drop's time counts as a marker from now on (it is in the tombstone).
-  for (const v1::TableRow& row : tombstoned) {
-    if (!row.tombstone().timed()) continue;
-    Hlc& m = snap->markers[MarkerId(row.database(), row.name())];
-    m = std::max(m, row.tombstone().dropped_time());
-    hlc->Observe(row.tombstone().dropped_time());
-  }
-  // Attribute markers their name's table marker subsumes (internal::SubsumedAttributeMarkers),
-  // kept by a binary before issue 41 or by a drop that stopped before its final batch: gone
-  // from the snapshot and from storage, as a marker recorded now would have removed them.
-  {
-    rocksdb::WriteBatch batch;
-    for (const auto& [id, time] : snap->markers) {
-      const std::vector<std::string> subsumed =
-          internal::SubsumedAttributeMarkers(*snap, id.first, id.second, time);
-      internal::DeleteAttributeMarkers(engine_, id.first, id.second, subsumed, &batch);
-      internal::EraseAttributeMarkers(snap.get(), id.first, id.second, subsumed);
-    }
-    if (batch.Count() > 0) CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
-  }
-  // The schema digest's share of every name's markers (CatalogSnapshot::marker_digests).
-  absl::btree_set<std::pair<std::string, std::string>> marked;
-  for (const auto& [id, time] : snap->markers) marked.insert(id);
-  for (const auto& [id, stamps] : snap->attribute_markers) marked.insert(id);
-  for (const auto& [db, table] : marked) {
-    snap->marker_digests[db] += NameMarkersDigest(*snap, db, table);
-  }
-  // Users and roles (SPEC §7).
-  CAIRN_ASSIGN_OR_RETURN(snap->principals, UserCatalog::Load(engine_, hlc));
-  {
-    absl::MutexLock lock(&mu_);
-    next_generation_id_ = next_generation;
-    journal_from_ = PublishLocked(std::move(snap))->version;  // no listener yet; (4)
-  }
-
-  // C10: every tombstone was written by an earlier incarnation (this one has written none),
-  // so nothing of that process can still be writing: finish step 3.
-  for (const v1::TableRow& row : tombstoned) {
-    spdlog::info("[{}] completing the interrupted drop of {} (generation {})", options_.node_name,
-                 Qualified(row.database(), row.name()), row.generation_id());
-    DatabaseLock lock(this, row.database());
-    CAIRN_RETURN_IF_ERROR(FinishDrop(lock, row, row.tombstone()));
-  }
-
-  rocksdb::WriteBatch batch;
-  batch
-      .Put(engine_->cf(Cf::kMeta), ToSlice(storage::kIncarnationKey),
-           ToSlice(BigEndian(options_.incarnation)))
-      .PermitUncheckedError();
-  return engine_->Write(&batch);
-}
+// Load and restart recovery (C10): catalog_load.cc.
 
 // ---------------------------------------------------------------------------------------------
 // Publishing.

@@ -348,6 +348,14 @@ class Catalog {
   // C14: removes the database row unless a table of it is live or a drop of one of its
   // names is pending.
   absl::Status RemoveDatabaseIfEmpty(absl::string_view db) ABSL_LOCKS_EXCLUDED(mu_);
+  // ApplyPeerTable's steps (catalog_peer.cc), under the database's lock with `markers` the
+  // attribute markers of the name held here. C5: a new generation of the peer's definition.
+  absl::Status CreatePeerTable(const DatabaseLock& lock, const PeerTableDef& peer,
+                               const AttributeStamps& markers) ABSL_LOCKS_EXCLUDED(mu_);
+  // C4, C15: the peer's definition merged into the live replicated generation `def`.
+  absl::Status MergePeerTable(const DatabaseLock& lock, const TableRef& def,
+                              const PeerTableDef& peer, const AttributeStamps& markers)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // C4: logs a discarded difference once per (generation, attribute, field).
   void LogDiscardOnce(const TableRef& def, absl::string_view attribute, absl::string_view field,
                       absl::string_view local, absl::string_view peer) ABSL_LOCKS_EXCLUDED(mu_);

@@ -1,6 +1,6 @@
 // Catalog drops (SPEC C7-C11, C14): the local drop protocol, forwarded peer drops and markers.
-// The rest of Catalog is in catalog.cc (open, load, publish, creates), catalog_attributes.cc
-// (attributes) and catalog_peer.cc (peer definitions).
+// The rest of Catalog is in catalog.cc (publish, creates), catalog_load.cc (open, restart
+// recovery), catalog_attributes.cc (attributes) and catalog_peer.cc (peer definitions).
 #include <algorithm>
 #include <optional>
 #include <set>

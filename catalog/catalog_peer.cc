@@ -1,4 +1,4 @@
-// Catalog: peer definitions (SPEC C4, C5, C6, C11, C15). See catalog.cc for the rest.
+// Catalog: peer definitions (SPEC C4, C5, C6, C11, C15). The rest of Catalog: catalog.cc.
 #include <algorithm>
 #include <utility>
 
@@ -54,6 +54,28 @@ bool ChangesNothing(const CatalogSnapshot& snap, const PeerTableDef& peer) {
   return true;
 }
 
+absl::Status ValidatePeerTable(const PeerTableDef& peer) {
+  CAIRN_RETURN_IF_ERROR(ValidateDatabaseName(peer.database));
+  CAIRN_RETURN_IF_ERROR(ValidateTableName(peer.table));
+  if (peer.primary_key.empty()) {
+    return Error(ErrorCode::kBadRequest,
+                 absl::StrCat("peer definition of ", Qualified(peer.database, peer.table),
+                              " has no primary key"));
+  }
+  CAIRN_RETURN_IF_ERROR(ValidateAttributeName(peer.primary_key));
+  for (const AttributeSpec& a : peer.attributes)
+    CAIRN_RETURN_IF_ERROR(ValidateAttributeName(a.name));
+  return absl::OkStatus();
+}
+
+// C15: C4 never (re-)adds an attribute older than a marker of its name held here (`markers`);
+// a peer that has not applied the marker yet still lists it.
+bool DroppedHere(const PeerTableDef& peer, const AttributeStamps& markers, const AttributeSpec& a) {
+  if (a.name == peer.primary_key) return false;
+  auto m = markers.find(a.name);
+  return m != markers.end() && a.created_time.value_or(0) < m->second;
+}
+
 }  // namespace
 
 bool Catalog::FirstDiscard(std::string key) {
@@ -73,16 +95,7 @@ void Catalog::LogDiscardOnce(const TableRef& def, absl::string_view attribute,
 }
 
 absl::Status Catalog::ApplyPeerTable(const PeerTableDef& peer) {
-  CAIRN_RETURN_IF_ERROR(ValidateDatabaseName(peer.database));
-  CAIRN_RETURN_IF_ERROR(ValidateTableName(peer.table));
-  if (peer.primary_key.empty()) {
-    return Error(ErrorCode::kBadRequest,
-                 absl::StrCat("peer definition of ", Qualified(peer.database, peer.table),
-                              " has no primary key"));
-  }
-  CAIRN_RETURN_IF_ERROR(ValidateAttributeName(peer.primary_key));
-  for (const AttributeSpec& a : peer.attributes)
-    CAIRN_RETURN_IF_ERROR(ValidateAttributeName(a.name));
+  CAIRN_RETURN_IF_ERROR(ValidatePeerTable(peer));
   options_.hlc->Observe(peer.created_time);
   // C15: a drop here must be stamped after every attribute it may remove, whatever clock
   // created it (an attribute marker older than its attribute leaves it alone).
@@ -106,41 +119,41 @@ absl::Status Catalog::ApplyPeerTable(const PeerTableDef& peer) {
         absl::StrCat("table '", Qualified(peer.database, peer.table), "' generation created at ",
                      peer.created_time, " was dropped at ", marker));
   }
-  // C15: C4 never (re-)adds an attribute older than a marker of its name held here; a peer
-  // that has not applied the marker yet still lists it.
-  const AttributeStamps& attribute_markers = base->AttributeMarkersFor(peer.database, peer.table);
-  auto dropped_here = [&](const AttributeSpec& a) {
-    if (a.name == peer.primary_key) return false;
-    auto m = attribute_markers.find(a.name);
-    return m != attribute_markers.end() && a.created_time.value_or(0) < m->second;
-  };
+  const AttributeStamps& markers = base->AttributeMarkersFor(peer.database, peer.table);
   auto live = base->FindTable(peer.database, peer.table);
-  if (!live.ok()) {
-    // C5: a new generation with the peer's stamp (0 if it sent none).
-    std::vector<AttributeSpec> specs;
-    for (const AttributeSpec& a : peer.attributes) {
-      if (!dropped_here(a)) specs.push_back(a);
-    }
-    CAIRN_ASSIGN_OR_RETURN(std::vector<AttributeDef> attributes,
-                           BuildAttributes(peer.primary_key, specs, v1::CLUSTER));
-    attributes[0].created_time = peer.created_time;  // the primary key: as old as the table
-    v1::TableRow row;
-    row.set_database(peer.database);
-    row.set_name(peer.table);
-    row.set_created_time(peer.created_time);
-    row.set_primary_key(peer.primary_key);
-    row.set_schema_defined(peer.schema_defined);
-    row.set_sealed(peer.schema_defined && peer.sealed);
-    row.set_replicate(true);
-    row.set_origin(v1::CLUSTER);
-    return CreateGeneration(lock, std::move(row), std::move(attributes)).status();
-  }
-  const TableRef& def = *live;
-  if (!def->replicate()) {
+  if (!live.ok()) return CreatePeerTable(lock, peer, markers);
+  if (!(*live)->replicate()) {
     // C11: a node-local table owns its name here; the peer's table is a different one.
-    LogDiscardOnce(def, "*", "replicate", "false (node-local)", "true");
+    LogDiscardOnce(*live, "*", "replicate", "false (node-local)", "true");
     return absl::OkStatus();
   }
+  return MergePeerTable(lock, *live, peer, markers);
+}
+
+absl::Status Catalog::CreatePeerTable(const DatabaseLock& lock, const PeerTableDef& peer,
+                                      const AttributeStamps& markers) {
+  // C5: a new generation with the peer's stamp (0 if it sent none).
+  std::vector<AttributeSpec> specs;
+  for (const AttributeSpec& a : peer.attributes) {
+    if (!DroppedHere(peer, markers, a)) specs.push_back(a);
+  }
+  CAIRN_ASSIGN_OR_RETURN(std::vector<AttributeDef> attributes,
+                         BuildAttributes(peer.primary_key, specs, v1::CLUSTER));
+  attributes[0].created_time = peer.created_time;  // the primary key: as old as the table
+  v1::TableRow row;
+  row.set_database(peer.database);
+  row.set_name(peer.table);
+  row.set_created_time(peer.created_time);
+  row.set_primary_key(peer.primary_key);
+  row.set_schema_defined(peer.schema_defined);
+  row.set_sealed(peer.schema_defined && peer.sealed);
+  row.set_replicate(true);
+  row.set_origin(v1::CLUSTER);
+  return CreateGeneration(lock, std::move(row), std::move(attributes)).status();
+}
+
+absl::Status Catalog::MergePeerTable(const DatabaseLock& lock, const TableRef& def,
+                                     const PeerTableDef& peer, const AttributeStamps& markers) {
   // C4: additive only. Differences are logged once and discarded.
   if (def->primary_key() != peer.primary_key) {
     LogDiscardOnce(def, "*", "primary_key", def->primary_key(), peer.primary_key);
@@ -163,7 +176,7 @@ absl::Status Catalog::ApplyPeerTable(const PeerTableDef& peer) {
   for (const AttributeSpec& a : peer.attributes) {
     const AttributeDef* local = def->FindAttribute(a.name);
     if (local == nullptr) {
-      if (a.name != peer.primary_key && !dropped_here(a)) added.push_back(a);
+      if (a.name != peer.primary_key && !DroppedHere(peer, markers, a)) added.push_back(a);
       continue;
     }
     if (local->is_primary_key) continue;
@@ -173,7 +186,7 @@ absl::Status Catalog::ApplyPeerTable(const PeerTableDef& peer) {
     // concurrently with another key, C4), and not an attribute a marker held here dropped
     // (a peer that has not applied the marker yet still lists it).
     if (local->origin == v1::PEER_RECORD && !a.provisional && a.name != peer.primary_key &&
-        !dropped_here(a)) {
+        !DroppedHere(peer, markers, a)) {
       next.type = a.type;
       next.indexed = a.indexed;
       next.origin = v1::CLUSTER;

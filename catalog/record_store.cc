@@ -28,7 +28,7 @@ constexpr int kMaxSchemaRetries = 64;
 
 // One record of a write request.
 struct Input {
-  const json* record;  // the caller's, or `owned` when a primary key was generated
+  const json* record = nullptr;  // the caller's, or `owned` when a primary key was generated
   json owned;
   json pk;
   std::string encoded_pk;
@@ -79,6 +79,129 @@ absl::Status ValidateRecords(const TableDef& def, const std::vector<Input>& inpu
     }
   }
   return absl::OkStatus();
+}
+
+// Step 1 of a write: records[i] as an Input with a usable primary key (D1, D8), generated when
+// it has none (not for an update); its body canonical for a float key that is an integer.
+absl::Status InputOf(const TableDef& def, const json& r, size_t i, WriteMode mode, Input* in) {
+  if (!r.is_object()) {
+    return Error(ErrorCode::kBadRequest, absl::StrCat("records[", i, "] is not an object"));
+  }
+  if (internal::NestedDeeperThan(r, internal::kMaxRecordDepth)) {
+    return Error(ErrorCode::kBadRequest, absl::StrCat("records[", i, "] nests deeper than ",
+                                                      internal::kMaxRecordDepth, " levels"));
+  }
+  in->record = &r;
+  auto pk = r.find(def.primary_key());
+  const bool no_key = pk == r.end() || pk->is_null();
+  if (mode == WriteMode::kUpdate &&
+      (no_key || (pk->is_string() && pk->get_ref<const std::string&>().empty()))) {
+    // Harper's words, which its clients compare with.
+    return Error(ErrorCode::kBadRequest,
+                 "a valid hash attribute must be provided with update record, check log for "
+                 "more info");
+  }
+  if (no_key) {
+    in->owned = r;
+    in->owned[def.primary_key()] = internal::NewUuid();
+    pk = in->owned.find(def.primary_key());
+  }
+  in->pk = *pk;
+  if (int64_t exact = 0; in->pk.is_number_float() && storage::ExactInt64(in->pk, &exact)) {
+    // 1.0 and -0.0 are the key 1 and 0: the body says so too (its canonical form).
+    if (!in->owned.is_object()) in->owned = r;
+    in->owned[def.primary_key()] = exact;
+    in->pk = exact;
+  }
+  if (in->pk.is_string() && in->pk.get_ref<const std::string&>().empty()) {  // D8
+    return Error(ErrorCode::kBadRequest,
+                 absl::StrCat("records[", i, "]: the primary key '", def.primary_key(),
+                              "' must not be an empty string"));
+  }
+  absl::Status s = storage::AppendPrimaryKey(in->pk, &in->encoded_pk);
+  if (!s.ok()) return Annotate(s, absl::StrCat("records[", i, "].", def.primary_key()));
+  return absl::OkStatus();
+}
+
+// Step 3 of a write: one slot per distinct record key of `def`'s generation, and for each
+// input the index of its slot.
+std::vector<size_t> SlotsOf(const TableDef& def, const std::vector<Input>& inputs,
+                            std::vector<Slot>* slots) {
+  absl::flat_hash_map<std::string, size_t> slot_of;
+  std::vector<size_t> slot_index(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string key = storage::RecordKey(def.generation_id(), inputs[i].encoded_pk);
+    auto [it, inserted] = slot_of.emplace(key, slots->size());
+    if (inserted) {
+      Slot s;
+      s.def = &def;
+      s.key = std::move(key);
+      s.encoded_pk = inputs[i].encoded_pk;
+      slots->push_back(std::move(s));
+    }
+    slot_index[i] = it->second;
+  }
+  return slot_index;
+}
+
+// The body `given` makes of slot `s` at `version`: merged over the stored row when `merge`,
+// with a dynamic table's timestamps (now_ms).
+json MergedBody(const TableDef& def, const Slot& s, const json& given, bool exists, bool merge,
+                Hlc version, int64_t now_ms) {
+  json next = json::object();
+  if (merge) {
+    // Keep only what is still an attribute, and of it only what the attribute holds:
+    // a value of a dropped attribute that the strip has not reached yet must not be
+    // written back, not even under a re-created attribute of that name (decision 4).
+    const Hlc stored_version = s.changed ? version : s.original.version();
+    for (const auto& [name, value] : s.current_json().items()) {
+      if (def.FindAttribute(name) != nullptr && !def.IsStripped(name, stored_version)) {
+        next[name] = value;
+      }
+    }
+  }
+  for (const auto& [name, value] : given.items()) next[name] = value;
+  if (!def.schema_defined()) {
+    const json& cur = s.current_json();
+    auto created = exists ? cur.find(kCreatedTimeAttribute) : cur.end();
+    next[std::string(kCreatedTimeAttribute)] =
+        (exists && created != cur.end()) ? *created : json(now_ms);
+    next[std::string(kUpdatedTimeAttribute)] = now_ms;
+  }
+  return next;
+}
+
+// Step 4 of a write: each input in request order decided against what its slot holds
+// (insert skips a live row, update a missing one), its new version set in the slot.
+void DecideRows(const TableDef& def, const std::vector<Input>& inputs, WriteMode mode,
+                const std::vector<size_t>& slot_index, Hlc version, const std::string& origin,
+                std::vector<Slot>* slots, WriteResult* result) {
+  const int64_t now_ms = static_cast<int64_t>(HybridClock::PhysicalMs(version));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Slot& s = (*slots)[slot_index[i]];
+    const bool exists = s.live();
+    if ((mode == WriteMode::kInsert && exists) || (mode == WriteMode::kUpdate && !exists)) {
+      result->skipped.push_back(inputs[i].pk);
+      continue;
+    }
+    const json& given = *inputs[i].record;
+    const bool merge = exists && mode != WriteMode::kInsert;
+    if (!merge && def.schema_defined()) {
+      s.next_json = &given;  // the record as given is the new row
+    } else {
+      s.SetNext(MergedBody(def, s, given, exists, merge, version, now_ms));
+    }
+    s.changed = true;
+    s.next.set_version(version);
+    s.next.set_origin(origin);
+    s.next.set_row_generation(def.created_time());
+    s.next.set_deleted(false);
+    s.next.set_json(Dump(*s.next_json));
+    result->written.push_back(inputs[i].pk);
+  }
+  result->version = version;
+  result->row_generation = def.created_time();
+  result->replicate = def.replicate();
 }
 
 }  // namespace
@@ -137,49 +260,10 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
   CAIRN_ASSIGN_OR_RETURN(Gate::Token token, def->state()->Admit(def->QualifiedName()));
 
   // 1. Primary keys (D1): every record must have a usable one before anything is written.
-  std::vector<Input> inputs;
-  inputs.reserve(records.size());
+  std::vector<Input> inputs(records.size());  // not resized after: `record` may point into it
   for (size_t i = 0; i < records.size(); ++i) {
-    const json& r = records[i];
-    if (!r.is_object()) {
-      return Error(ErrorCode::kBadRequest, absl::StrCat("records[", i, "] is not an object"));
-    }
-    if (internal::NestedDeeperThan(r, internal::kMaxRecordDepth)) {
-      return Error(ErrorCode::kBadRequest, absl::StrCat("records[", i, "] nests deeper than ",
-                                                        internal::kMaxRecordDepth, " levels"));
-    }
-    Input in;
-    in.record = &r;
-    auto pk = r.find(def->primary_key());
-    const bool no_key = pk == r.end() || pk->is_null();
-    if (mode == WriteMode::kUpdate &&
-        (no_key || (pk->is_string() && pk->get_ref<const std::string&>().empty()))) {
-      // Harper's words, which its clients compare with.
-      return Error(ErrorCode::kBadRequest,
-                   "a valid hash attribute must be provided with update record, check log for "
-                   "more info");
-    }
-    if (no_key) {
-      in.owned = r;
-      in.owned[def->primary_key()] = internal::NewUuid();
-      pk = in.owned.find(def->primary_key());
-    }
-    in.pk = *pk;
-    if (int64_t exact = 0; in.pk.is_number_float() && storage::ExactInt64(in.pk, &exact)) {
-      // 1.0 and -0.0 are the key 1 and 0: the body says so too (its canonical form).
-      if (!in.owned.is_object()) in.owned = r;
-      in.owned[def->primary_key()] = exact;
-      in.pk = exact;
-    }
-    if (in.pk.is_string() && in.pk.get_ref<const std::string&>().empty()) {  // D8
-      return Error(ErrorCode::kBadRequest,
-                   absl::StrCat("records[", i, "]: the primary key '", def->primary_key(),
-                                "' must not be an empty string"));
-    }
-    absl::Status s = storage::AppendPrimaryKey(in.pk, &in.encoded_pk);
-    if (!s.ok()) return Annotate(s, absl::StrCat("records[", i, "].", def->primary_key()));
-    inputs.push_back(std::move(in));
-    if (inputs.back().owned.is_object()) inputs.back().record = &inputs.back().owned;
+    CAIRN_RETURN_IF_ERROR(InputOf(*def, records[i], i, mode, &inputs[i]));
+    if (inputs[i].owned.is_object()) inputs[i].record = &inputs[i].owned;
   }
 
   WriteResult result;
@@ -215,20 +299,7 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
 
     // 3. Lock the keys and check that `def` is still the definition (GenerationState (1)).
     std::vector<Slot> slots;
-    absl::flat_hash_map<std::string, size_t> slot_of;
-    std::vector<size_t> slot_index(inputs.size());
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      std::string key = storage::RecordKey(def->generation_id(), inputs[i].encoded_pk);
-      auto [it, inserted] = slot_of.emplace(key, slots.size());
-      if (inserted) {
-        Slot s;
-        s.def = def.get();
-        s.key = std::move(key);
-        s.encoded_pk = inputs[i].encoded_pk;
-        slots.push_back(std::move(s));
-      }
-      slot_index[i] = it->second;
-    }
+    const std::vector<size_t> slot_index = SlotsOf(*def, inputs, &slots);
     std::vector<std::string> keys;
     keys.reserve(slots.size());
     for (const Slot& s : slots) keys.push_back(s.key);
@@ -247,52 +318,7 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
       if (s.stored) options_.hlc->Observe(s.original.version());
     }
     CAIRN_ASSIGN_OR_RETURN(const Hlc version, options_.hlc->Now());
-    const int64_t now_ms = static_cast<int64_t>(HybridClock::PhysicalMs(version));
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      Slot& s = slots[slot_index[i]];
-      const bool exists = s.live();
-      if ((mode == WriteMode::kInsert && exists) || (mode == WriteMode::kUpdate && !exists)) {
-        result.skipped.push_back(inputs[i].pk);
-        continue;
-      }
-      const json& given = *inputs[i].record;
-      const bool merge = exists && mode != WriteMode::kInsert;
-      if (!merge && def->schema_defined()) {
-        s.next_json = &given;  // the record as given is the new row
-      } else {
-        json next = json::object();
-        if (merge) {
-          // Keep only what is still an attribute, and of it only what the attribute holds:
-          // a value of a dropped attribute that the strip has not reached yet must not be
-          // written back, not even under a re-created attribute of that name (decision 4).
-          const Hlc stored_version = s.changed ? version : s.original.version();
-          for (const auto& [name, value] : s.current_json().items()) {
-            if (def->FindAttribute(name) != nullptr && !def->IsStripped(name, stored_version)) {
-              next[name] = value;
-            }
-          }
-        }
-        for (const auto& [name, value] : given.items()) next[name] = value;
-        if (!def->schema_defined()) {
-          const json& cur = s.current_json();
-          auto created = exists ? cur.find(kCreatedTimeAttribute) : cur.end();
-          next[std::string(kCreatedTimeAttribute)] =
-              (exists && created != cur.end()) ? *created : json(now_ms);
-          next[std::string(kUpdatedTimeAttribute)] = now_ms;
-        }
-        s.SetNext(std::move(next));
-      }
-      s.changed = true;
-      s.next.set_version(version);
-      s.next.set_origin(options_.node_name);
-      s.next.set_row_generation(def->created_time());
-      s.next.set_deleted(false);
-      s.next.set_json(Dump(*s.next_json));
-      result.written.push_back(inputs[i].pk);
-    }
-    result.version = version;
-    result.row_generation = def->created_time();
-    result.replicate = def->replicate();
+    DecideRows(*def, inputs, mode, slot_index, version, options_.node_name, &slots, &result);
 
     // 5. One batch: records, index entries, counts, change-log entries (D3, D4).
     rocksdb::WriteBatch batch;

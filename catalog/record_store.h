@@ -229,6 +229,30 @@ class RecordStore {
   absl::StatusOr<uint64_t> PurgeRowsBefore(const TableRef& def, Hlc marker);
 
  private:
+  // One chunk of PurgeRowsBefore (record_store_purge.cc): the rows at `keys`, read again under
+  // their latches, removed if `marker` still leaves them dead (C8), in one batch; how many.
+  absl::StatusOr<uint64_t> PurgeChunk(const TableRef& def, Hlc marker,
+                                      std::vector<std::string> keys);
+  // One attempt of ApplyPeerEntries, in its steps (record_store_apply.cc): what each step
+  // found, for the next.
+  struct PeerApply;
+  // Step 1: each entry's table and body, with `unapplied` as ApplyPeerEntries takes it.
+  absl::Status ResolvePeerEntries(absl::string_view db, const CatalogSnapshot& snap,
+                                  absl::Span<const storage::v1::ChangeEntry* const> entries,
+                                  std::vector<storage::v1::ChangeEntry>* unapplied, PeerApply* a);
+  // Step 1 for the body of the PUT entry `i` of a live `def`: parsed, stripped of values an
+  // attribute marker retires (C15), its fields not in `def` noted to add. False: malformed.
+  static bool ParsePeerBody(const storage::v1::ChangeEntry& e, const TableDef& def, size_t i,
+                            PeerApply* a);
+  // Step 2: locks every key, then every generation's schema; false when a definition is no
+  // longer current (the attempt starts over).
+  bool LockPeerKeys(absl::Span<const storage::v1::ChangeEntry* const> entries, PeerApply* a);
+  // Step 3: last-writer-wins per entry, in stream order (D5).
+  absl::Status MergePeerEntries(absl::Span<const storage::v1::ChangeEntry* const> entries,
+                                PeerApply* a);
+  // Step 4: one batch of the merged rows, their log entries and `extra`, written.
+  absl::Status WritePeerBatch(absl::string_view db,
+                              const std::function<void(rocksdb::WriteBatch*)>& extra, PeerApply* a);
   // The newest version of any row of `def`'s generation (0 if none): a scan, cancelled by a
   // drop (C9).
   absl::StatusOr<Hlc> NewestVersion(const TableRef& def);

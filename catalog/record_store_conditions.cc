@@ -260,6 +260,274 @@ class SortOrder {
   const bool reverse_;
 };
 
+// Rows with an array value that a branch has decided (emitted, or never will), so that its
+// other entries in the branch are skipped without reading the row again. Bounded for the
+// whole search, not per branch; past the bound the rule in ConditionScan::AtFirstEntry alone
+// keeps rows single, at the cost of re-reading them.
+constexpr size_t kMaxDecided = 1 << 16;
+
+// offset + limit, saturating: a limit of 2^64 - 1 keeps no fewer rows than it asks for. 0: all.
+uint64_t RowsToKeep(const SearchOptions& options) {
+  if (options.limit == 0) return 0;
+  return options.offset > UINT64_MAX - options.limit ? UINT64_MAX : options.offset + options.limit;
+}
+
+// One SearchByConditions once its checks passed and a drop gate token is held: reads the
+// plan's branches at one snapshot, in turn, and hands each matching row once to the emitter,
+// or holds it for the sort and emits the sorted rows at the end. Lives for one call.
+class ConditionScan {
+ public:
+  ConditionScan(storage::Engine* engine, const TableDef& def, const ConditionSearch& search,
+                const SearchOptions& options, Plan plan, Emitter* emit)
+      : engine_(engine),
+        def_(def),
+        search_(search),
+        options_(options),
+        plan_(std::move(plan)),
+        emit_(emit),
+        snapshot_(engine),
+        generation_(def.generation_id()),
+        gen_prefix_(storage::GenerationPrefix(generation_)),
+        sorted_(!search.sort.empty()),
+        keep_(RowsToKeep(options)),
+        order_(search.sort, options.reverse),
+        decided_(plan_.size()) {}
+  ~ConditionScan() {
+    all_ = {};  // freed before the memory is handed back
+    ReturnMemory(peak_);
+  }
+
+  absl::Status Run() {
+    // Backwards, the branches too: a row still comes from the first branch that reads it.
+    for (size_t n = 0; n < plan_.size(); ++n) {
+      CAIRN_ASSIGN_OR_RETURN(bool more, ReadBranch(options_.reverse ? plan_.size() - 1 - n : n));
+      if (!more) return absl::OkStatus();
+    }
+    return sorted_ ? EmitSorted() : absl::OkStatus();
+  }
+
+ private:
+  // Reads branch `i`, range by range, forward or backward. False: stop.
+  absl::StatusOr<bool> ReadBranch(size_t i) {
+    const Branch& branch = plan_[i];
+    std::vector<ValueRange> ranges = branch.ranges;
+    if (branch.leaf == nullptr) {  // every row: the generation's record keys
+      ranges = {ValueRange{"", ""}};
+    }
+    if (options_.reverse) std::reverse(ranges.begin(), ranges.end());
+    for (const ValueRange& r : ranges) {
+      CAIRN_ASSIGN_OR_RETURN(bool more, ReadRange(i, r));
+      if (!more) return false;
+    }
+    return true;
+  }
+
+  // Reads range `r` of branch `i`: rows themselves for record keys; for an index, the rows its
+  // entries point at, kIndexBatch at a time (one MultiGet). False: stop.
+  absl::StatusOr<bool> ReadRange(size_t i, const ValueRange& r) {
+    const Branch& branch = plan_[i];
+    const std::string prefix = branch.index == nullptr
+                                   ? gen_prefix_
+                                   : storage::IndexAttributePrefix(generation_, branch.index->id);
+    const std::string lower = prefix + r.start;
+    const std::string upper =
+        r.end.empty() ? storage::GenerationPrefix(generation_ + 1) : prefix + r.end;
+    auto it = engine_->NewIterator(branch.index == nullptr ? Cf::kRecords : Cf::kIndexes,
+                                   snapshot_.get(), upper, lower);
+    std::vector<Slot> rows;
+    std::vector<std::string> entries;
+    options_.reverse ? it->SeekToLast() : it->Seek(ToSlice(lower));
+    for (; it->Valid(); options_.reverse ? it->Prev() : it->Next()) {
+      CAIRN_RETURN_IF_ERROR(emit_->Visit());
+      if (branch.index == nullptr) {
+        StoredRecord rec;
+        if (!rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+          return absl::DataLossError(absl::StrCat("unreadable record in ", def_.QualifiedName()));
+        }
+        CAIRN_ASSIGN_OR_RETURN(
+            bool more, Consider(i, rec, std::string(storage::ToView(it->key())), {}, nullptr));
+        if (!more) return false;
+        continue;
+      }
+      absl::string_view rest = storage::ToView(it->key());
+      rest.remove_prefix(prefix.size());
+      json indexed;
+      if (!storage::ConsumeScalar(&rest, &indexed)) {
+        return absl::DataLossError(
+            absl::StrCat("unreadable index entry in ", def_.QualifiedName()));
+      }
+      // A suffix or substring decides on the entry, before the row is read. (Not a number:
+      // an entry holds an integer beyond int64 as the double nearest it, and only the row
+      // tells which integer it is.)
+      if (branch.cost == kIndexFilter && !ScalarMatches(*branch.leaf, indexed)) continue;
+      Slot row;
+      row.def = &def_;
+      row.key = gen_prefix_ + std::string(rest);
+      if (!decided_[i].empty() && decided_[i].contains(row.key)) continue;
+      rows.push_back(std::move(row));
+      entries.emplace_back(storage::ToView(it->key()));
+      if (rows.size() >= kIndexBatch) {
+        CAIRN_ASSIGN_OR_RETURN(bool more, ReadRows(i, &rows, &entries));
+        if (!more) return false;
+      }
+    }
+    CAIRN_RETURN_IF_ERROR(IteratorStatus(*it));
+    return ReadRows(i, &rows, &entries);
+  }
+
+  // The rows index `entries` of branch `i` point at, read with one MultiGet and considered;
+  // both lists are empty after. False: stop.
+  absl::StatusOr<bool> ReadRows(size_t i, std::vector<Slot>* rows,
+                                std::vector<std::string>* entries) {
+    CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, rows, snapshot_.get()));
+    for (size_t k = 0; k < rows->size(); ++k) {
+      Slot& row = (*rows)[k];
+      if (!row.stored) continue;
+      CAIRN_ASSIGN_OR_RETURN(bool more, Consider(i, row.original, row.key, (*entries)[k],
+                                                 row.original_live ? &row.original_json : nullptr));
+      if (!more) return false;
+    }
+    rows->clear();
+    entries->clear();
+    return true;
+  }
+
+  // A row read by branch `i` at `entry` (its index key; empty for record keys), its body
+  // already parsed when `parsed` is given: emitted, held for the sort, or left. False: stop.
+  absl::StatusOr<bool> Consider(size_t i, const StoredRecord& rec, const std::string& record_key,
+                                absl::string_view entry, json* parsed) {
+    if (rec.deleted()) return true;
+    const Branch& branch = plan_[i];
+    json body = parsed != nullptr ? std::move(*parsed) : ParseStored(rec.json());
+    internal::DropStripped(def_, rec.version(), &body);
+    auto field = branch.index != nullptr ? body.find(branch.index->name) : body.end();
+    const bool array_row = field != body.end() && field->is_array();
+    if (Skip(i, body)) {
+      if (array_row) Decide(i, record_key);
+      return true;
+    }
+    if (array_row && !AtFirstEntry(i, record_key, *field, entry)) return true;
+    if (!sorted_) {
+      json* hand_over = &body;
+      return emit_->Row(rec, hand_over);
+    }
+    return Hold(record_key, body);
+  }
+
+  // Whether branch `i` leaves `body` out: it fails the branch's own leaf (an index entry a
+  // strip has still to remove reads a row whose value is gone) or the whole tree, or an
+  // earlier branch read it.
+  bool Skip(size_t i, const json& body) const {
+    const Branch& branch = plan_[i];
+    bool skip = branch.leaf != nullptr && !Matches(*branch.leaf, body);
+    skip = skip || !Matches(search_.root, body);
+    for (size_t j = 0; j < i && !skip; ++j) {
+      skip = Matches(*plan_[j].leaf, body);  // branch j read it
+    }
+    return skip;
+  }
+
+  // One row per array: whether `entry` is the first of the row's entries in branch `i`'s
+  // reading order, where the row is handled. Decides the row there, and before it when its
+  // first entry has passed (or it has none).
+  bool AtFirstEntry(size_t i, const std::string& record_key, const json& array,
+                    absl::string_view entry) {
+    const Branch& branch = plan_[i];
+    const absl::string_view pk = absl::string_view(record_key).substr(gen_prefix_.size());
+    const std::string prefix = storage::IndexAttributePrefix(generation_, branch.index->id);
+    std::optional<std::string> first;
+    for (const json& e : array) {
+      std::string k = prefix;
+      if (e.is_structured() || !storage::AppendScalar(e, &k).ok()) continue;
+      k.append(pk.data(), pk.size());
+      const absl::string_view value(k.data() + prefix.size(), k.size() - prefix.size());
+      const bool in =
+          std::any_of(branch.ranges.begin(), branch.ranges.end(),
+                      [&](const ValueRange& r) { return value >= r.start && value < r.end; }) &&
+          ScalarMatches(*branch.leaf, e);
+      if (in && (!first || (options_.reverse ? k > *first : k < *first))) first = std::move(k);
+    }
+    if (!first || *first != entry) {
+      // Decided unless its first entry is still to come.
+      const bool passed = !first || (options_.reverse ? absl::string_view(*first) > entry
+                                                      : absl::string_view(*first) < entry);
+      if (passed) Decide(i, record_key);
+      return false;
+    }
+    Decide(i, record_key);
+    return true;
+  }
+
+  void Decide(size_t i, const std::string& record_key) {
+    if (decided_total_ < kMaxDecided && decided_[i].insert(record_key).second) ++decided_total_;
+  }
+
+  // Sorted: the best `keep_` rows in a heap whose front is the last of them, or all of them;
+  // at most --max-sort-bytes of them. False: stop.
+  absl::StatusOr<bool> Hold(const std::string& record_key, const json& body) {
+    SortRow row;
+    row.key = record_key;
+    for (const SortKey& key : search_.sort) {
+      auto f = body.find(key.attribute);
+      row.values.push_back(SortValueOf(f == body.end() ? nullptr : &*f));
+    }
+    if (keep_ != 0 && all_.size() >= keep_ && !order_(row, all_.front())) return true;
+    held_ += BytesOf(row);
+    peak_ = std::max(peak_, held_);
+    if (options_.max_sort_bytes != 0 && held_ > options_.max_sort_bytes) {
+      return Error(ErrorCode::kBadRequest,
+                   absl::StrCat("the sort holds more than ", options_.max_sort_bytes,
+                                " bytes of sort values (--max-sort-bytes): lower 'limit', or "
+                                "sort on fewer or smaller attributes"));
+    }
+    all_.push_back(std::move(row));
+    if (keep_ == 0) return true;
+    std::push_heap(all_.begin(), all_.end(), order_);
+    if (all_.size() > keep_) {
+      std::pop_heap(all_.begin(), all_.end(), order_);
+      held_ -= BytesOf(all_.back());
+      all_.pop_back();
+    }
+    return true;
+  }
+
+  // The sorted rows, read again from the same snapshot in chunks.
+  absl::Status EmitSorted() {
+    std::sort(all_.begin(), all_.end(), order_);
+    for (size_t start = 0; start < all_.size(); start += kChunk) {
+      std::vector<Slot> slots;
+      for (size_t i = start; i < std::min(all_.size(), start + kChunk); ++i) {
+        Slot s;
+        s.def = &def_;
+        s.key = std::move(all_[i].key);
+        slots.push_back(std::move(s));
+      }
+      CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &slots, snapshot_.get()));
+      CAIRN_ASSIGN_OR_RETURN(bool more, emit_->Rows(&slots));
+      if (!more) return absl::OkStatus();
+    }
+    return absl::OkStatus();
+  }
+
+  storage::Engine* const engine_;
+  const TableDef& def_;
+  const ConditionSearch& search_;
+  const SearchOptions& options_;
+  const Plan plan_;
+  Emitter* const emit_;
+  storage::ScopedSnapshot snapshot_;
+  const uint64_t generation_;
+  const std::string gen_prefix_;  // of generation_'s record keys
+  const bool sorted_;
+  const uint64_t keep_;  // rows a sort keeps (RowsToKeep); 0: all
+  const SortOrder order_;
+  std::vector<SortRow> all_;  // sorted: the rows held (Hold)
+  size_t held_ = 0;           // bytes of all_
+  size_t peak_ = 0;           // the most held_ was: memory handed back past it (ReturnMemory)
+  std::vector<absl::flat_hash_set<std::string>> decided_;  // per branch (kMaxDecided)
+  size_t decided_total_ = 0;
+};
+
 }  // namespace
 
 absl::Status RecordStore::SearchByConditions(absl::string_view db, absl::string_view table,
@@ -270,11 +538,7 @@ absl::Status RecordStore::SearchByConditions(absl::string_view db, absl::string_
   std::vector<std::string> fields;
   CAIRN_RETURN_IF_ERROR(ProjectInto(*def, options, &fields));
   const bool sorted = !search.sort.empty();
-  // offset + limit, saturating: a limit of 2^64 - 1 keeps no fewer rows than it asks for.
-  const uint64_t keep = options.limit == 0 ? 0
-                                           : (options.offset > UINT64_MAX - options.limit
-                                                  ? UINT64_MAX
-                                                  : options.offset + options.limit);
+  const uint64_t keep = RowsToKeep(options);
   if (sorted && (keep > kMaxSortRows || options.offset > kMaxSortRows)) {
     return Error(ErrorCode::kBadRequest,
                  absl::StrCat("a sorted search returns at most ", kMaxSortRows,
@@ -291,213 +555,13 @@ absl::Status RecordStore::SearchByConditions(absl::string_view db, absl::string_
   if (options.validate_only) return absl::OkStatus();
   CAIRN_ASSIGN_OR_RETURN(Gate::Token token, def->state()->Admit(def->QualifiedName()));
   Emitter emit(*def, options, std::move(fields), visit, options_.faults);
-  storage::ScopedSnapshot snapshot(engine_);
-  const uint64_t generation = def->generation_id();
-
   Plan plan;
   if (auto p = PlanOf(*def, search.root)) {
     plan = std::move(*p);
   } else {
     plan.push_back(Branch{});  // every row, filtered
   }
-
-  // Sorted: the best `keep` rows in a heap whose front is the last of them, or all of them.
-  SortOrder order(search.sort, options.reverse);
-  std::vector<SortRow> all;
-  size_t held = 0, peak = 0;  // bytes of `all`
-  struct TrimAtEnd {
-    const size_t& peak;
-    ~TrimAtEnd() { ReturnMemory(peak); }
-  } trim{peak};
-  // Rows with an array value that a branch has decided (emitted, or never will), so that its
-  // other entries in the branch are skipped without reading the row again. Bounded for the
-  // whole search, not per branch; past the bound the rule in `consider` alone keeps rows
-  // single, at the cost of re-reading them.
-  constexpr size_t kMaxDecided = 1 << 16;
-  std::vector<absl::flat_hash_set<std::string>> decided(plan.size());
-  size_t decided_total = 0;
-  auto decide = [&](size_t i, const std::string& record_key) {
-    if (decided_total < kMaxDecided && decided[i].insert(record_key).second) ++decided_total;
-  };
-
-  // A row read by branch `i` at `entry` (its index key; empty for record keys), its body
-  // already parsed when `parsed` is given. False: stop.
-  auto consider = [&](size_t i, const StoredRecord& rec, const std::string& record_key,
-                      absl::string_view entry, json* parsed) -> absl::StatusOr<bool> {
-    if (rec.deleted()) return true;
-    const Branch& branch = plan[i];
-    json body = parsed != nullptr ? std::move(*parsed) : ParseStored(rec.json());
-    internal::DropStripped(*def, rec.version(), &body);
-    auto field = branch.index != nullptr ? body.find(branch.index->name) : body.end();
-    const bool array_row = field != body.end() && field->is_array();
-    // The branch's own leaf too: an index entry a strip has still to remove reads a row whose
-    // value is gone.
-    bool skip = branch.leaf != nullptr && !Matches(*branch.leaf, body);
-    skip = skip || !Matches(search.root, body);
-    for (size_t j = 0; j < i && !skip; ++j) {
-      skip = Matches(*plan[j].leaf, body);  // branch j read it
-    }
-    if (skip) {
-      if (array_row) decide(i, record_key);
-      return true;
-    }
-    if (array_row) {
-      // One row per array: at the first of its entries in this branch's reading order.
-      {
-        const absl::string_view pk =
-            absl::string_view(record_key).substr(storage::GenerationPrefix(generation).size());
-        const std::string prefix = storage::IndexAttributePrefix(generation, branch.index->id);
-        std::optional<std::string> first;
-        for (const json& e : *field) {
-          std::string k = prefix;
-          if (e.is_structured() || !storage::AppendScalar(e, &k).ok()) continue;
-          k.append(pk.data(), pk.size());
-          const absl::string_view value(k.data() + prefix.size(), k.size() - prefix.size());
-          const bool in =
-              std::any_of(branch.ranges.begin(), branch.ranges.end(),
-                          [&](const ValueRange& r) { return value >= r.start && value < r.end; }) &&
-              ScalarMatches(*branch.leaf, e);
-          if (in && (!first || (options.reverse ? k > *first : k < *first))) first = std::move(k);
-        }
-        if (!first || *first != entry) {
-          // Decided unless its first entry is still to come.
-          const bool passed = !first || (options.reverse ? absl::string_view(*first) > entry
-                                                         : absl::string_view(*first) < entry);
-          if (passed) decide(i, record_key);
-          return true;
-        }
-        decide(i, record_key);
-      }
-    }
-    if (!sorted) {
-      json* hand_over = &body;
-      return emit.Row(rec, hand_over);
-    }
-    SortRow row;
-    row.key = record_key;
-    for (const SortKey& key : search.sort) {
-      auto f = body.find(key.attribute);
-      row.values.push_back(SortValueOf(f == body.end() ? nullptr : &*f));
-    }
-    if (keep != 0 && all.size() >= keep && !order(row, all.front())) return true;
-    held += BytesOf(row);
-    peak = std::max(peak, held);
-    if (options.max_sort_bytes != 0 && held > options.max_sort_bytes) {
-      return Error(ErrorCode::kBadRequest,
-                   absl::StrCat("the sort holds more than ", options.max_sort_bytes,
-                                " bytes of sort values (--max-sort-bytes): lower 'limit', or "
-                                "sort on fewer or smaller attributes"));
-    }
-    all.push_back(std::move(row));
-    if (keep == 0) return true;
-    std::push_heap(all.begin(), all.end(), order);
-    if (all.size() > keep) {
-      std::pop_heap(all.begin(), all.end(), order);
-      held -= BytesOf(all.back());
-      all.pop_back();
-    }
-    return true;
-  };
-
-  // Reads one branch, range by range, forward or backward. False: stop.
-  auto read = [&](size_t i) -> absl::StatusOr<bool> {
-    const Branch& branch = plan[i];
-    const std::string gen_prefix = storage::GenerationPrefix(generation);
-    const std::string prefix = branch.index == nullptr
-                                   ? gen_prefix
-                                   : storage::IndexAttributePrefix(generation, branch.index->id);
-    std::vector<ValueRange> ranges = branch.ranges;
-    if (branch.leaf == nullptr) {  // every row: the generation's record keys
-      ranges = {ValueRange{"", ""}};
-    }
-    if (options.reverse) std::reverse(ranges.begin(), ranges.end());
-    for (const ValueRange& r : ranges) {
-      const std::string lower = prefix + r.start;
-      const std::string upper =
-          r.end.empty() ? storage::GenerationPrefix(generation + 1) : prefix + r.end;
-      auto it = engine_->NewIterator(branch.index == nullptr ? Cf::kRecords : Cf::kIndexes,
-                                     snapshot.get(), upper, lower);
-      // Index entries point at rows read kIndexBatch at a time (one MultiGet).
-      std::vector<Slot> rows;
-      std::vector<std::string> entries;
-      auto read_rows = [&]() -> absl::StatusOr<bool> {
-        CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &rows, snapshot.get()));
-        for (size_t k = 0; k < rows.size(); ++k) {
-          Slot& row = rows[k];
-          if (!row.stored) continue;
-          CAIRN_ASSIGN_OR_RETURN(bool more,
-                                 consider(i, row.original, row.key, entries[k],
-                                          row.original_live ? &row.original_json : nullptr));
-          if (!more) return false;
-        }
-        rows.clear();
-        entries.clear();
-        return true;
-      };
-      options.reverse ? it->SeekToLast() : it->Seek(ToSlice(lower));
-      for (; it->Valid(); options.reverse ? it->Prev() : it->Next()) {
-        CAIRN_RETURN_IF_ERROR(emit.Visit());
-        if (branch.index == nullptr) {
-          StoredRecord rec;
-          if (!rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
-            return absl::DataLossError(absl::StrCat("unreadable record in ", def->QualifiedName()));
-          }
-          CAIRN_ASSIGN_OR_RETURN(
-              bool more, consider(i, rec, std::string(storage::ToView(it->key())), {}, nullptr));
-          if (!more) return false;
-          continue;
-        }
-        absl::string_view rest = storage::ToView(it->key());
-        rest.remove_prefix(prefix.size());
-        json indexed;
-        if (!storage::ConsumeScalar(&rest, &indexed)) {
-          return absl::DataLossError(
-              absl::StrCat("unreadable index entry in ", def->QualifiedName()));
-        }
-        // A suffix or substring decides on the entry, before the row is read. (Not a number:
-        // an entry holds an integer beyond int64 as the double nearest it, and only the row
-        // tells which integer it is.)
-        if (branch.cost == kIndexFilter && !ScalarMatches(*branch.leaf, indexed)) continue;
-        Slot row;
-        row.def = def.get();
-        row.key = gen_prefix + std::string(rest);
-        if (!decided[i].empty() && decided[i].contains(row.key)) continue;
-        rows.push_back(std::move(row));
-        entries.emplace_back(storage::ToView(it->key()));
-        if (rows.size() >= kIndexBatch) {
-          CAIRN_ASSIGN_OR_RETURN(bool more, read_rows());
-          if (!more) return false;
-        }
-      }
-      CAIRN_RETURN_IF_ERROR(IteratorStatus(*it));
-      CAIRN_ASSIGN_OR_RETURN(bool more, read_rows());
-      if (!more) return false;
-    }
-    return true;
-  };
-
-  // Backwards, the branches too: a row still comes from the first branch that reads it.
-  for (size_t n = 0; n < plan.size(); ++n) {
-    CAIRN_ASSIGN_OR_RETURN(bool more, read(options.reverse ? plan.size() - 1 - n : n));
-    if (!more) return absl::OkStatus();
-  }
-  if (!sorted) return absl::OkStatus();
-
-  // The sorted rows, read again from the same snapshot in chunks.
-  std::sort(all.begin(), all.end(), order);
-  for (size_t start = 0; start < all.size(); start += kChunk) {
-    std::vector<Slot> slots;
-    for (size_t i = start; i < std::min(all.size(), start + kChunk); ++i) {
-      Slot s;
-      s.def = def.get();
-      s.key = std::move(all[i].key);
-      slots.push_back(std::move(s));
-    }
-    CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &slots, snapshot.get()));
-    CAIRN_ASSIGN_OR_RETURN(bool more, emit.Rows(&slots));
-    if (!more) return absl::OkStatus();
-  }
-  return absl::OkStatus();
+  return ConditionScan(engine_, *def, search, options, std::move(plan), &emit).Run();
 }
 
 }  // namespace cairn::catalog

@@ -32,6 +32,77 @@ using storage::v1::StoredRecord;
 // The C8 purge. It walks the generation in chunks, locks each chunk's keys, re-reads them and
 // removes what still needs it.
 
+namespace {
+
+// From `it` on, the keys of up to kChunk rows of a generation `marker` leaves dead, as
+// stored when read (PurgeChunk reads them again under their latches).
+absl::Status NextDeadKeys(rocksdb::Iterator* it, internal::ScanCheckpoint* checkpoint, Hlc marker,
+                          std::vector<std::string>* keys) {
+  for (; it->Valid() && keys->size() < kChunk; it->Next()) {
+    CAIRN_RETURN_IF_ERROR(checkpoint->Visit());
+    StoredRecord rec;
+    if (!rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) ||
+        !IsDeadGeneration(rec.row_generation(), marker)) {
+      continue;
+    }
+    keys->push_back(it->key().ToString());
+  }
+  return IteratorStatus(*it);
+}
+
+// The newest of `shadows` whose row generation `marker` leaves alive; null if none.
+const StoredRecord* NewestLiveShadow(const storage::v1::ShadowedRows& shadows, Hlc marker) {
+  const StoredRecord* best = nullptr;
+  for (const StoredRecord& r : shadows.rows()) {
+    if (IsDeadGeneration(r.row_generation(), marker)) continue;
+    if (best == nullptr ||
+        internal::CompareVersions(r.version(), r.origin(), best->version(), best->origin()) > 0) {
+      best = &r;
+    }
+  }
+  return best;
+}
+
+// Dead row `s` of `def`'s generation replaced in `batch` by `best`, a shadow the marker leaves
+// alive, which leaves the other live shadows; `s` moves into `restored` with `best` as its
+// next version, stripped by `current`'s markers (C15).
+void RestoreShadow(storage::Engine* engine, const TableDef& def, const TableDef& current,
+                   Hlc marker, const storage::v1::ShadowedRows& shadows, const StoredRecord& best,
+                   Slot* s, rocksdb::WriteBatch* batch, std::vector<Slot>* restored) {
+  const std::string shadow_key = storage::ShadowKey(def.generation_id(), s->encoded_pk);
+  storage::v1::ShadowedRows rest;
+  for (const StoredRecord& r : shadows.rows()) {
+    if (&r != &best && !IsDeadGeneration(r.row_generation(), marker)) *rest.add_rows() = r;
+  }
+  internal::MergeShadows({}, best, &rest);
+  if (rest.rows_size() > 0) {
+    batch->Put(engine->cf(Cf::kMeta), ToSlice(shadow_key), rest.SerializeAsString())
+        .PermitUncheckedError();
+  } else {
+    batch->Delete(engine->cf(Cf::kMeta), ToSlice(shadow_key)).PermitUncheckedError();
+  }
+  if (best.row_generation() != def.created_time()) {
+    // Noted like an applied row of another generation, for the next marker's purge.
+    batch
+        ->Put(engine->cf(Cf::kMeta),
+              ToSlice(storage::RowGenKey(def.generation_id(), best.row_generation())),
+              rocksdb::Slice())
+        .PermitUncheckedError();
+  }
+  Slot& back = restored->emplace_back(std::move(*s));
+  back.changed = true;
+  back.next = best;
+  // A shadow is kept as it was stored: strip it by the markers held now (C15), as
+  // every node holding it as its row did.
+  json body = best.deleted() ? json() : ParseStored(best.json());
+  if (!best.deleted() && internal::DropStripped(current, best.version(), &body) > 0) {
+    back.next.set_json(Dump(body));
+  }
+  back.SetNext(std::move(body));  // after the move
+}
+
+}  // namespace
+
 absl::StatusOr<uint64_t> RecordStore::PurgeRowsBefore(const TableRef& def, Hlc marker) {
   CAIRN_ASSIGN_OR_RETURN(Gate::Token token, def->state()->Admit(def->QualifiedName()));
   const std::string begin = storage::GenerationPrefix(def->generation_id());
@@ -41,113 +112,11 @@ absl::StatusOr<uint64_t> RecordStore::PurgeRowsBefore(const TableRef& def, Hlc m
   auto it = engine_->NewIterator(Cf::kRecords, nullptr, end);
   it->Seek(ToSlice(begin));
   while (it->Valid()) {
-    std::vector<Slot> slots;
-    for (; it->Valid() && slots.size() < kChunk; it->Next()) {
-      CAIRN_RETURN_IF_ERROR(checkpoint.Visit());
-      StoredRecord rec;
-      if (!rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) ||
-          !IsDeadGeneration(rec.row_generation(), marker)) {
-        continue;
-      }
-      Slot s;  // its definition is set under the schema lock (LockCurrent)
-      s.key = it->key().ToString();
-      s.encoded_pk = s.key.substr(8);
-      slots.push_back(std::move(s));
-    }
-    CAIRN_RETURN_IF_ERROR(IteratorStatus(*it));
-    if (slots.empty()) continue;
     std::vector<std::string> keys;
-    for (const Slot& s : slots) keys.push_back(s.key);
-    auto guard = latches_.Lock(keys);
-    // Index entries and strips by the definition of now, held until the batch commits: one
-    // published since the purge began may index more, or fewer, attributes (decision 103) or
-    // hold newer markers (C15).
-    CAIRN_ASSIGN_OR_RETURN(LockedDef locked, LockCurrent(def));
-    const TableDef& current = *locked.def;
-    for (Slot& s : slots) s.def = &current;
-    CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &slots));
-    rocksdb::WriteBatch batch;
-    int64_t live_removed = 0;
-    std::vector<Slot> restored;      // dead rows that a surviving shadow replaces
-    restored.reserve(slots.size());  // never moved once filled: next_json points into each
-    for (Slot& s : slots) {
-      if (!s.stored || !IsDeadGeneration(s.original.row_generation(), marker)) continue;
-      ++purged;
-      // The row died with its generation (C8, D7). If it had replaced a row of a generation
-      // the marker leaves alive (a shadow), the newest such row takes its place, logged
-      // again for the peers; it may be the only copy of an acknowledged write.
-      storage::v1::ShadowedRows shadows;
-      CAIRN_RETURN_IF_ERROR(
-          internal::LoadShadows(engine_, def->generation_id(), s.encoded_pk, &shadows));
-      const StoredRecord* best = nullptr;
-      for (const StoredRecord& r : shadows.rows()) {
-        if (IsDeadGeneration(r.row_generation(), marker)) continue;
-        if (best == nullptr || internal::CompareVersions(r.version(), r.origin(), best->version(),
-                                                         best->origin()) > 0) {
-          best = &r;
-        }
-      }
-      const std::string shadow_key = storage::ShadowKey(def->generation_id(), s.encoded_pk);
-      if (best != nullptr) {
-        storage::v1::ShadowedRows rest;
-        for (const StoredRecord& r : shadows.rows()) {
-          if (&r != best && !IsDeadGeneration(r.row_generation(), marker)) *rest.add_rows() = r;
-        }
-        internal::MergeShadows({}, *best, &rest);
-        if (rest.rows_size() > 0) {
-          batch.Put(engine_->cf(Cf::kMeta), ToSlice(shadow_key), rest.SerializeAsString())
-              .PermitUncheckedError();
-        } else {
-          batch.Delete(engine_->cf(Cf::kMeta), ToSlice(shadow_key)).PermitUncheckedError();
-        }
-        if (best->row_generation() != def->created_time()) {
-          // Noted like an applied row of another generation, for the next marker's purge.
-          batch
-              .Put(engine_->cf(Cf::kMeta),
-                   ToSlice(storage::RowGenKey(def->generation_id(), best->row_generation())),
-                   rocksdb::Slice())
-              .PermitUncheckedError();
-        }
-        Slot& back = restored.emplace_back(std::move(s));
-        back.changed = true;
-        back.next = *best;
-        // A shadow is kept as it was stored: strip it by the markers held now (C15), as
-        // every node holding it as its row did.
-        json body = best->deleted() ? json() : ParseStored(best->json());
-        if (!best->deleted() && internal::DropStripped(current, best->version(), &body) > 0) {
-          back.next.set_json(Dump(body));
-        }
-        back.SetNext(std::move(body));  // after the move
-        continue;
-      }
-      if (shadows.rows_size() > 0) {
-        batch.Delete(engine_->cf(Cf::kMeta), ToSlice(shadow_key)).PermitUncheckedError();
-      }
-      // Nothing to put back: remove it outright. A relayed copy that arrives later is refused
-      // by the same rule.
-      if (s.original_live) {
-        for (const std::string& k : internal::IndexKeys(current, s.original_json, s.encoded_pk)) {
-          batch.Delete(engine_->cf(Cf::kIndexes), ToSlice(k)).PermitUncheckedError();
-        }
-        ++live_removed;
-      }
-      batch.Delete(engine_->cf(Cf::kRecords), ToSlice(s.key)).PermitUncheckedError();
-    }
-    if (live_removed > 0) {
-      batch
-          .Merge(engine_->cf(Cf::kMeta), ToSlice(storage::CountKey(def->generation_id())),
-                 storage::EncodeCountDelta(-live_removed))
-          .PermitUncheckedError();
-    }
-    // Held until the batch commits (EmitSlots).
-    std::optional<storage::ChangeLog::Reservation> seqs;
-    if (!restored.empty()) {
-      absl::StatusOr<storage::ChangeLog::Reservation> r =
-          internal::EmitSlots(engine_, log_, def->database(), restored, &batch);
-      if (!r.ok()) return r.status();
-      seqs.emplace(std::move(*r));
-    }
-    CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
+    CAIRN_RETURN_IF_ERROR(NextDeadKeys(it.get(), &checkpoint, marker, &keys));
+    if (keys.empty()) continue;
+    CAIRN_ASSIGN_OR_RETURN(uint64_t chunk, PurgeChunk(def, marker, std::move(keys)));
+    purged += chunk;
   }
   CAIRN_RETURN_IF_ERROR(IteratorStatus(*it));
   {
@@ -166,6 +135,75 @@ absl::StatusOr<uint64_t> RecordStore::PurgeRowsBefore(const TableRef& def, Hlc m
     spdlog::warn("[{}] purged {} row(s) of {} older than its drop at {} (C8)", options_.node_name,
                  purged, def->QualifiedName(), marker);
   }
+  return purged;
+}
+
+absl::StatusOr<uint64_t> RecordStore::PurgeChunk(const TableRef& def, Hlc marker,
+                                                 std::vector<std::string> keys) {
+  auto guard = latches_.Lock(keys);
+  // Index entries and strips by the definition of now, held until the batch commits: one
+  // published since the purge began may index more, or fewer, attributes (decision 103) or
+  // hold newer markers (C15).
+  CAIRN_ASSIGN_OR_RETURN(LockedDef locked, LockCurrent(def));
+  const TableDef& current = *locked.def;
+  std::vector<Slot> slots;
+  for (std::string& key : keys) {
+    Slot s;
+    s.def = &current;
+    s.encoded_pk = key.substr(8);
+    s.key = std::move(key);
+    slots.push_back(std::move(s));
+  }
+  CAIRN_RETURN_IF_ERROR(LoadSlots(engine_, &slots));
+  uint64_t purged = 0;
+  rocksdb::WriteBatch batch;
+  int64_t live_removed = 0;
+  std::vector<Slot> restored;      // dead rows that a surviving shadow replaces
+  restored.reserve(slots.size());  // never moved once filled: next_json points into each
+  for (Slot& s : slots) {
+    if (!s.stored || !IsDeadGeneration(s.original.row_generation(), marker)) continue;
+    ++purged;
+    // The row died with its generation (C8, D7). If it had replaced a row of a generation
+    // the marker leaves alive (a shadow), the newest such row takes its place, logged
+    // again for the peers; it may be the only copy of an acknowledged write.
+    storage::v1::ShadowedRows shadows;
+    CAIRN_RETURN_IF_ERROR(
+        internal::LoadShadows(engine_, def->generation_id(), s.encoded_pk, &shadows));
+    if (const StoredRecord* best = NewestLiveShadow(shadows, marker); best != nullptr) {
+      RestoreShadow(engine_, *def, current, marker, shadows, *best, &s, &batch, &restored);
+      continue;
+    }
+    if (shadows.rows_size() > 0) {
+      batch
+          .Delete(engine_->cf(Cf::kMeta),
+                  ToSlice(storage::ShadowKey(def->generation_id(), s.encoded_pk)))
+          .PermitUncheckedError();
+    }
+    // Nothing to put back: remove it outright. A relayed copy that arrives later is refused
+    // by the same rule.
+    if (s.original_live) {
+      for (const std::string& k : internal::IndexKeys(current, s.original_json, s.encoded_pk)) {
+        batch.Delete(engine_->cf(Cf::kIndexes), ToSlice(k)).PermitUncheckedError();
+      }
+      ++live_removed;
+    }
+    batch.Delete(engine_->cf(Cf::kRecords), ToSlice(s.key)).PermitUncheckedError();
+  }
+  if (live_removed > 0) {
+    batch
+        .Merge(engine_->cf(Cf::kMeta), ToSlice(storage::CountKey(def->generation_id())),
+               storage::EncodeCountDelta(-live_removed))
+        .PermitUncheckedError();
+  }
+  // Held until the batch commits (EmitSlots).
+  std::optional<storage::ChangeLog::Reservation> seqs;
+  if (!restored.empty()) {
+    absl::StatusOr<storage::ChangeLog::Reservation> r =
+        internal::EmitSlots(engine_, log_, def->database(), restored, &batch);
+    if (!r.ok()) return r.status();
+    seqs.emplace(std::move(*r));
+  }
+  CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
   return purged;
 }
 

@@ -7,11 +7,11 @@ namespace cairn::fault_points {
 // catalog/catalog.cc: create (SPEC C1, C2)
 inline constexpr char kCreateBeforeCommit[] = "catalog.create.before_commit";
 inline constexpr char kCreateAfterCommit[] = "catalog.create.after_commit";  // before publish
-// catalog/catalog.cc: a new definition of a live generation, under its database's catalog
-// lock (Catalog::DatabaseLock), before it takes the generation's schema lock exclusively
+// catalog/catalog_attributes.cc: a new definition of a live generation, under its database's
+// catalog lock (Catalog::DatabaseLock), before it takes the generation's schema lock exclusively
 // (GenerationState (1))
 inline constexpr char kSchemaBeforeFence[] = "catalog.schema.before_fence";
-// catalog/catalog.cc: drop (SPEC C9, C10)
+// catalog/catalog_drop.cc: drop (SPEC C9, C10)
 inline constexpr char kDropAfterTombstone[] = "catalog.drop.after_tombstone";  // step 1 done
 inline constexpr char kDropAfterDrain[] = "catalog.drop.after_drain";          // step 2 done
 inline constexpr char kDropBeforeFinalCommit[] = "catalog.drop.before_final_commit";
@@ -33,7 +33,7 @@ inline constexpr char kApplyLocked[] =
 inline constexpr char kStripAfterCatalog[] = "records.strip.after_catalog";  // values not stripped
 // catalog/record_store_strip.cc: a chunk of a strip is about to commit (C15: resumable)
 inline constexpr char kStripChunk[] = "records.strip.chunk";
-// replication/record_stream.cc, link_session.cc: record streams (SPEC R5-R7)
+// replication/record_stream_receive.cc, link_session.cc: record streams (SPEC R5-R7)
 inline constexpr char kReplApplyBeforeCommit[] = "replication.apply.before_commit";
 inline constexpr char kReplApplyAfterCommit[] = "replication.apply.after_commit";  // not acked
 inline constexpr char kReplSendBatch[] = "replication.send.batch";  // before a batch is sent
@@ -45,7 +45,7 @@ inline constexpr char kReplCopyTable[] = "replication.copy.table";
 // replication/schema_sync.cc: a peer's marker (C8) or attribute marker (C15) is about to be
 // applied (R4 step 1)
 inline constexpr char kReplSchemaBeforeMarker[] = "replication.schema.before_marker";
-// replication/link_session.cc: a DbSchema from a peer arrived and is about to be applied; an
+// replication/link_session_schema.cc: a DbSchema from a peer arrived and is about to be applied; an
 // error applies nothing of it, as a delta missing a change would (R3: the digest check
 // finds the difference and asks for the database whole)
 inline constexpr char kReplSchemaReceive[] = "replication.schema.receive";
