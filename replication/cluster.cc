@@ -173,11 +173,13 @@ Exclusions Cluster::ExclusionsFor(const std::string& peer) const {
 }
 
 bool Cluster::HasRouteIdLocked(uint64_t id) const {
+  mu_.AssertReaderHeld();
   return std::any_of(routes_.begin(), routes_.end(),
                      [&](const PeerRoute& r) { return r.id == id; });
 }
 
 bool Cluster::HasRouteLocked(const std::string& name) const {
+  mu_.AssertReaderHeld();
   return std::any_of(routes_.begin(), routes_.end(),
                      [&](const PeerRoute& r) { return r.name == name; });
 }

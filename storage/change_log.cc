@@ -358,6 +358,7 @@ absl::StatusOr<uint64_t> ChangeLog::Trim(absl::string_view db, uint64_t keep_ent
 absl::StatusOr<uint64_t> ChangeLog::TrimLocked(absl::string_view db, Sequencer* seq,
                                                uint64_t keep_entries, uint64_t min_logged_ms,
                                                uint64_t keep_from, uint64_t max_scan) {
+  trim_mu_.AssertHeld();
   const uint64_t first = seq->trimmed() + 1;
   const uint64_t committed = seq->watermark();
   if (committed < first) return 0;
