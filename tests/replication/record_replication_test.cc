@@ -513,7 +513,7 @@ TEST_F(RecordReplicationTest, R5_AFailedSenderRoundEndsTheLinkAndTheRowsStillArr
 class OwnWriteInFlightTest : public RecordReplicationTest,
                              public ::testing::WithParamInterface<bool> {};
 
-TEST_P(OwnWriteInFlightTest, D44_AnOwnWriteInFlightAtALocalDropComesBack) {
+TEST_P(OwnWriteInFlightTest, Decision44_AnOwnWriteInFlightAtALocalDropComesBack) {
   const bool restart = GetParam();  // a new link (Subscribe), or the same one (Refetch)
   auto a = NewNode("a"), b = NewNode("b");
   ASSERT_NO_FATAL_FAILURE(LinkWithOrders(a.get(), b.get(), 1, 2));
@@ -583,7 +583,7 @@ TEST_F(RecordReplicationTest, R1_EchoTablesGoOnlyToAPeerThatAdvertisedThem) {
 class FailedLocalDropTest : public RecordReplicationTest,
                             public ::testing::WithParamInterface<const char*> {};
 
-TEST_P(FailedLocalDropTest, D44_RowsComeBackAfterALocalDropThatFailedMidWay) {
+TEST_P(FailedLocalDropTest, Decision44_RowsComeBackAfterALocalDropThatFailedMidWay) {
   auto a = NewNode("a"), b = NewNode("b");
   ASSERT_NO_FATAL_FAILURE(LinkWithOrders(a.get(), b.get(), 10, 13));
   Upsert(b.get(), "shop", "orders", Rows("k", 1, 10, "b"));  // A holds a cursor in B's log
