@@ -293,7 +293,9 @@ class ConditionScan {
         order_(search.sort, options.reverse),
         decided_(plan_.size()) {}
   ~ConditionScan() {
-    all_ = {};  // freed before the memory is handed back
+    // Freed, buffers too, before the memory is handed back.
+    std::vector<SortRow>().swap(all_);
+    std::vector<absl::flat_hash_set<std::string>>().swap(decided_);
     ReturnMemory(peak_);
   }
 
