@@ -35,18 +35,6 @@ uint64_t FreshIncarnation() {
 
 }  // namespace
 
-absl::string_view PeerDropResultName(PeerDropResult r) {
-  switch (r) {
-    case PeerDropResult::kDropped:
-      return "dropped";
-    case PeerDropResult::kKept:
-      return "kept";
-    case PeerDropResult::kAbsent:
-      return "absent";
-  }
-  return "absent";
-}
-
 Catalog::Catalog(storage::Engine* engine, CatalogOptions options)
     : engine_(engine), options_(std::move(options)) {
   if (options_.incarnation == 0) options_.incarnation = FreshIncarnation();

@@ -115,8 +115,8 @@ struct SchemaChange {
   std::string table;
 };
 
+// What a peer's drop did here (C8); replication answers it as R10's outcome.
 enum class PeerDropResult { kDropped, kKept, kAbsent };
-absl::string_view PeerDropResultName(PeerDropResult r);  // "dropped" | "kept" | "absent" (R10)
 
 // Drop activity for /metrics.
 struct DropStats {

@@ -51,6 +51,7 @@ constexpr CodeInfo kCodes[] = {
     {"INVALID_PERMISSIONS", absl::StatusCode::kInvalidArgument, 400},
     {"REQUEST_TIMEOUT", absl::StatusCode::kDeadlineExceeded, 503},
     {"TOO_MANY_LOGINS", absl::StatusCode::kResourceExhausted, 429},
+    {"NODE_EXISTS", absl::StatusCode::kAlreadyExists, 400},
 };
 static_assert(sizeof(kCodes) / sizeof(kCodes[0]) == kMaxErrorCode + 1);
 
@@ -90,6 +91,10 @@ ErrorCode GetErrorCode(const absl::Status& s) {
     default:
       return ErrorCode::kInternal;
   }
+}
+
+bool HasErrorCode(const absl::Status& s) {
+  return !s.ok() && s.GetPayload(kPayloadUrl).has_value();
 }
 
 absl::string_view ErrorCodeName(ErrorCode code) { return Info(code).name; }

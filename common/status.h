@@ -47,8 +47,9 @@ enum class ErrorCode : int32_t {
   kInvalidPermissions = 27,      // INVALID_ARGUMENT      400  SPEC U3 (role permission JSON)
   kRequestTimeout = 28,          // DEADLINE_EXCEEDED     503  past its deadline, or its client left
   kTooManyLogins = 29,           // RESOURCE_EXHAUSTED    429  failed logins of an address or user
+  kNodeExists = 30,              // ALREADY_EXISTS        400  add_node of a routed name
 };
-inline constexpr int kMaxErrorCode = 29;
+inline constexpr int kMaxErrorCode = 30;
 
 // The canonical code that goes with a domain code (the table above).
 absl::StatusCode CanonicalCodeFor(ErrorCode code);
@@ -61,6 +62,8 @@ absl::Status Error(ErrorCode detail, absl::string_view msg);
 // (INVALID_ARGUMENT -> kBadRequest, UNAVAILABLE -> kShuttingDown is *not* assumed: anything
 // without a payload that is not a client error is kInternal). kUnspecified for OK.
 ErrorCode GetErrorCode(const absl::Status& s);
+// Whether `s` carries a domain code of its own (MakeError, Error), not one GetErrorCode derives.
+bool HasErrorCode(const absl::Status& s);
 
 // "TABLE_EXISTS" etc., the machine code of SPEC §5.
 absl::string_view ErrorCodeName(ErrorCode code);

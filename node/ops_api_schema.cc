@@ -177,8 +177,10 @@ absl::StatusOr<Reply> OpsApi::DropTable(const Fields& f) const {
 json OpsApi::PeerDropStatuses(const std::vector<replication::PeerDropStatus>& peers) {
   json out = json::array();
   for (const replication::PeerDropStatus& p : peers) {
-    json entry = {{"node", p.node}, {"status", p.status}};
+    json entry = {{"node", p.node}, {"status", replication::DropOutcomeName(p.outcome)}};
     if (!p.reason.empty()) entry["reason"] = p.reason;
+    // A peer that refused the drop with an error: its machine code (SPEC §5).
+    if (p.code != ErrorCode::kUnspecified) entry["code"] = ErrorCodeName(p.code);
     out.push_back(std::move(entry));
   }
   return out;

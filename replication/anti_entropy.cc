@@ -9,6 +9,7 @@
 #include "common/fault_points.h"
 #include "common/status.h"
 #include "replication/cluster.h"
+#include "replication/internal/steady_clock.h"
 #include "replication/internal/verify_steps.h"
 #include "spdlog/spdlog.h"
 #include "storage/keys.h"
@@ -145,7 +146,8 @@ void AntiEntropy::Loop() {
 Hlc AntiEntropy::SettledBefore() const {
   const absl::Duration retention = node_->engine->options().tombstone_retention;
   if (retention == absl::InfiniteDuration()) return 0;
-  const int64_t ms = absl::ToUnixMillis(absl::Now() - retention / 2);
+  // Stamps are the node's clock's (and so is the purge's retention, storage/engine.cc).
+  const int64_t ms = absl::ToUnixMillis(node_->hlc->WallNow() - retention / 2);
   return ms <= 0 ? 0 : HybridClock::Make(static_cast<uint64_t>(ms), 0);
 }
 
@@ -226,7 +228,7 @@ PeerVerify AntiEntropy::Verify(const std::string& peer, const std::string& db,
       if (absl::IsUnavailable(error) || absl::IsCancelled(error)) break;
     }
   }
-  out.finished = absl::Now();
+  out.finished = node_->hlc->WallNow();
   Record(out, /*whole_database=*/!table.has_value());
   return out;
 }
@@ -297,7 +299,7 @@ absl::Status AntiEntropy::Call(const std::string& peer, const TableRef& def,
 
 TableVerify AntiEntropy::VerifyTable(const std::string& peer, const TableRef& def,
                                      absl::Status* error) {
-  const absl::Time start = absl::Now();
+  const absl::Time start = internal::SteadyNow();
   TableVerify out;
   out.table = def->name();
   absl::Status s = CompareTable(peer, def, &out);
@@ -306,7 +308,7 @@ TableVerify AntiEntropy::VerifyTable(const std::string& peer, const TableRef& de
     s = absl::OkStatus();
   }
   *error = s;
-  out.duration = absl::Now() - start;
+  out.duration = internal::SteadyNow() - start;
   rows_compared_total_.fetch_add(out.rows_compared);
   rows_repaired_total_.fetch_add(out.repaired_here);  // the peer counts its own
   micros_total_.fetch_add(static_cast<uint64_t>(absl::ToInt64Microseconds(out.duration)));

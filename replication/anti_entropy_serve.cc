@@ -11,6 +11,7 @@
 #include "common/status.h"
 #include "replication/anti_entropy.h"
 #include "replication/cluster.h"
+#include "replication/internal/steady_clock.h"
 #include "replication/internal/verify_steps.h"
 #include "spdlog/spdlog.h"
 #include "storage/keys.h"
@@ -213,10 +214,10 @@ absl::Status AntiEntropy::ServeRepair(const std::string& peer, const TableRef& d
 
 bool AntiEntropy::WaitForCursor(const std::string& peer, const std::string& db, uint64_t log_id,
                                 uint64_t seq, absl::Duration wait) {
-  const absl::Time deadline = absl::Now() + wait;
+  const absl::Time deadline = internal::SteadyNow() + wait;
   const std::string key = storage::CursorKey(peer, db);
   std::string last;
-  absl::Time moved = absl::Now();
+  absl::Time moved = internal::SteadyNow();
   for (;;) {
     std::string value;
     bool found = false;
@@ -227,7 +228,7 @@ bool AntiEntropy::WaitForCursor(const std::string& peer, const std::string& db, 
       return true;
     }
     if (seq == 0 && log_id != 0) return true;  // the peer's log was empty
-    const absl::Time now = absl::Now();
+    const absl::Time now = internal::SteadyNow();
     if (value != last) {
       last = value;
       moved = now;

@@ -15,6 +15,7 @@
 #include "catalog/names.h"
 #include "common/status.h"
 #include "grpcpp/grpcpp.h"
+#include "replication/internal/peer_call.h"
 #include "replication/link_session.h"
 #include "spdlog/spdlog.h"
 #include "storage/keys.h"
@@ -194,7 +195,7 @@ absl::Status Cluster::AddPeer(const PeerRoute& route, bool persist) {
   {
     absl::MutexLock lock(&mu_);
     if (HasRouteLocked(route.name)) {
-      return Error(ErrorCode::kBadRequest,
+      return Error(ErrorCode::kNodeExists,
                    absl::StrCat("peer '", route.name, "' is already known"));
     }
   }
@@ -305,8 +306,8 @@ void Cluster::Unregister(const LinkSession* s, const absl::Status& why, bool con
   if (connected) --state.links;
   if (!why.ok() && !stopping_.load()) {
     links_failed_.fetch_add(1);
-    state.last_error = why.ToString();
-    spdlog::info("[{}] link with {} ended: {}", options_.node_name, s->peer(), why.ToString());
+    state.last_error = internal::Describe(why);
+    spdlog::info("[{}] link with {} ended: {}", options_.node_name, s->peer(), state.last_error);
   }
   if (state.links == 0) state.digests.clear();
 }

@@ -35,11 +35,13 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cairn/peer/v1/peer.grpc.pb.h"
 #include "catalog/local_node.h"
 #include "common/log_limiter.h"
+#include "common/status.h"
 #include "grpcpp/server_builder.h"
 #include "replication/anti_entropy.h"
 #include "replication/clock_bound.h"
@@ -89,11 +91,19 @@ struct ClusterOptions {
   AntiEntropyOptions verify;  // R18
 };
 
+// R10: what became of a forwarded drop on one peer. kFailed: the peer did not apply it (it was
+// unreachable, refused it, or answered something this node cannot read).
+enum class DropOutcome { kDropped, kKept, kAbsent, kFailed };
+// R10's words: "dropped", "kept", "absent", "failed".
+absl::string_view DropOutcomeName(DropOutcome outcome);
+
 // R10: one peer's answer to a forwarded drop.
 struct PeerDropStatus {
   std::string node;
-  std::string status;  // "dropped" | "kept" | "absent" | "failed"
+  DropOutcome outcome = DropOutcome::kFailed;
   std::string reason;
+  // kFailed because the peer answered an error with its code (SPEC §5); else kUnspecified.
+  ErrorCode code = ErrorCode::kUnspecified;
 };
 
 // cluster_status, per peer.
@@ -145,8 +155,8 @@ class Cluster {
   // serves. (Catalog changes are followed from construction on.)
   absl::Status Start() ABSL_LOCKS_EXCLUDED(mu_);
   // add_node (R13): adds a route and, once started, dials it. `persist`: stored in the
-  // catalog family, so it is dialed again after a restart. BAD_REQUEST for this node's own name
-  // and for a name already routed.
+  // catalog family, so it is dialed again after a restart. BAD_REQUEST for this node's own name,
+  // NODE_EXISTS for a name already routed.
   absl::Status AddPeer(const PeerRoute& route, bool persist = false) ABSL_LOCKS_EXCLUDED(mu_);
   // remove_node: forgets a route (and its stored row) and ends its outbound link. A route from
   // the configuration returns at the next start. NODE_NOT_FOUND for an unknown name.
@@ -156,7 +166,7 @@ class Cluster {
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
   // R9, R10: sends the drop to every peer (in parallel, each with a deadline) and reports
-  // what each did. An unreachable peer is "failed": it learns the drop from the marker in the
+  // what each did. An unreachable peer is kFailed: it learns the drop from the marker in the
   // next snapshot it receives.
   std::vector<PeerDropStatus> ForwardDropTable(const std::string& db, const std::string& table,
                                                Hlc dropped_time);
@@ -224,12 +234,13 @@ class Cluster {
   // R18: anti-entropy, both sides (replication/anti_entropy.h).
   AntiEntropy* anti_entropy() { return anti_entropy_.get(); }
   // One Verify call to `peer` over its route, answered within `timeout`. UNAVAILABLE when it
-  // has no route from here, is cut, or does not answer in time.
+  // has no route from here, is cut, or does not answer in time; the peer's own error, codes
+  // kept, when it answered one.
   absl::Status CallVerify(const std::string& peer, const peer::v1::VerifyRequest& request,
                           peer::v1::VerifyResponse* response, absl::Duration timeout)
       ABSL_LOCKS_EXCLUDED(mu_);
   // R9, R10, C8, C14: applies a drop `peer` forwarded (authenticated, its provenance checked)
-  // and says what became of it in `response` ("dropped", "kept", "absent"); R16 refuses a
+  // and says what became of it in `response` (dropped, kept or absent); R16 refuses a
   // stamp from the future. Not OK: the call fails with it.
   absl::Status ServeForward(const std::string& peer, const peer::v1::ForwardRequest& request,
                             peer::v1::ForwardResponse* response) ABSL_LOCKS_EXCLUDED(mu_);

@@ -12,6 +12,7 @@
 #include "grpcpp/security/credentials.h"
 #include "replication/cluster.h"
 #include "replication/internal/peer_call.h"
+#include "replication/internal/steady_clock.h"
 #include "replication/link_session.h"
 
 namespace cairn::replication {
@@ -107,7 +108,7 @@ void Cluster::DialLoop(const PeerRoute& route) {
       if (stopping_.load() || !HasRouteIdLocked(route.id)) return;  // stopped or removed
       dialing_[route.id] = context;
     }
-    const absl::Time start = absl::Now();
+    const absl::Time start = internal::SteadyNow();
     auto session = std::make_shared<LinkSession>(
         this, std::make_unique<ClientLinkStream>(context, peer_client->Link(context.get())),
         route.name);
@@ -118,7 +119,7 @@ void Cluster::DialLoop(const PeerRoute& route) {
       absl::MutexLock lock(&mu_);
       dialing_.erase(route.id);
     }
-    if (absl::Now() - start > absl::Seconds(10)) backoff = options_.backoff_initial;
+    if (internal::SteadyNow() - start > absl::Seconds(10)) backoff = options_.backoff_initial;
     // Capped exponential backoff with jitter (R13): 50-150 % of the current step.
     std::uniform_real_distribution<double> jitter(0.5, 1.5);
     const absl::Duration wait = backoff * jitter(rng);

@@ -1,5 +1,5 @@
 // Cluster, forwarded drops (SPEC R9, R10, R11, C8, C14): this node's drops sent to every peer
-// in parallel, each answered "dropped", "kept", "absent" or "failed", and the peers' drops
+// in parallel, each answered dropped, kept, absent or failed (DropOutcome), and the peers' drops
 // applied here (the Peer service's Forward, after authentication and the R9 provenance
 // check). A peer that misses a drop learns it from the marker in the next DbSchema.
 #include <chrono>
@@ -11,6 +11,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "grpcpp/grpcpp.h"
 #include "replication/cluster.h"
@@ -18,11 +20,90 @@
 #include "spdlog/spdlog.h"
 
 namespace cairn::replication {
+namespace {
+
+// A peer's reason is shown to the client of the drop: at most this much of it.
+constexpr size_t kMaxReasonBytes = 1024;
+
+peer::v1::DropOutcome WireOutcome(catalog::PeerDropResult r) {
+  switch (r) {
+    case catalog::PeerDropResult::kDropped:
+      return peer::v1::DROP_OUTCOME_DROPPED;
+    case catalog::PeerDropResult::kKept:
+      return peer::v1::DROP_OUTCOME_KEPT;
+    case catalog::PeerDropResult::kAbsent:
+      return peer::v1::DROP_OUTCOME_ABSENT;
+  }
+  return peer::v1::DROP_OUTCOME_ABSENT;
+}
+
+void SetOutcome(peer::v1::DropOutcome outcome, peer::v1::ForwardResponse* response) {
+  response->set_outcome(outcome);
+  // For nodes that predate `outcome` (they read R10's word).
+  switch (outcome) {
+    case peer::v1::DROP_OUTCOME_DROPPED:
+      response->set_status(std::string(DropOutcomeName(DropOutcome::kDropped)));
+      return;
+    case peer::v1::DROP_OUTCOME_KEPT:
+      response->set_status(std::string(DropOutcomeName(DropOutcome::kKept)));
+      return;
+    default:
+      response->set_status(std::string(DropOutcomeName(DropOutcome::kAbsent)));
+  }
+}
+
+// A peer's answer is input: its `outcome`, or from a node that predates it R10's word in
+// `status`. Anything else is an answer this node cannot read, so it cannot report the drop as
+// applied there: failed, saying what came.
+PeerDropStatus ReadAnswer(const std::string& node, const peer::v1::ForwardResponse& r) {
+  PeerDropStatus out{node, DropOutcome::kFailed, r.reason().substr(0, kMaxReasonBytes)};
+  switch (r.outcome()) {
+    case peer::v1::DROP_OUTCOME_DROPPED:
+      out.outcome = DropOutcome::kDropped;
+      return out;
+    case peer::v1::DROP_OUTCOME_KEPT:
+      out.outcome = DropOutcome::kKept;
+      return out;
+    case peer::v1::DROP_OUTCOME_ABSENT:
+      out.outcome = DropOutcome::kAbsent;
+      return out;
+    case peer::v1::DROP_OUTCOME_UNSPECIFIED:
+      break;
+    default:
+      out.reason = absl::StrCat("unrecognized answer: outcome ", static_cast<int>(r.outcome()));
+      return out;
+  }
+  for (DropOutcome o : {DropOutcome::kDropped, DropOutcome::kKept, DropOutcome::kAbsent}) {
+    if (r.status() == DropOutcomeName(o)) {
+      out.outcome = o;
+      return out;
+    }
+  }
+  out.reason =
+      absl::StrCat("unrecognized answer '", absl::CHexEscape(r.status().substr(0, 64)), "'");
+  return out;
+}
+
+}  // namespace
+
+absl::string_view DropOutcomeName(DropOutcome outcome) {
+  switch (outcome) {
+    case DropOutcome::kDropped:
+      return "dropped";
+    case DropOutcome::kKept:
+      return "kept";
+    case DropOutcome::kAbsent:
+      return "absent";
+    case DropOutcome::kFailed:
+      return "failed";
+  }
+  return "failed";
+}
 
 PeerDropStatus Cluster::Forward(const PeerRoute& route, const peer::v1::ForwardRequest& request) {
   PeerDropStatus out;
   out.node = route.name;
-  if (IsCut(route.name)) return {route.name, "failed", "the link is cut (test hook)"};
+  if (IsCut(route.name)) return {route.name, DropOutcome::kFailed, "the link is cut (test hook)"};
   std::shared_ptr<grpc::Channel> channel = ChannelTo(route);
   bool linked = false;
   {
@@ -44,13 +125,13 @@ PeerDropStatus Cluster::Forward(const PeerRoute& route, const peer::v1::ForwardR
   peer::v1::ForwardResponse response;
   grpc::Status s = peer_client->Forward(&context, request, &response);
   if (!s.ok()) {
-    out.status = "failed";
-    out.reason = s.error_message().empty() ? "unreachable" : s.error_message();
+    out.outcome = DropOutcome::kFailed;
+    out.reason =
+        s.error_message().empty() ? "unreachable" : s.error_message().substr(0, kMaxReasonBytes);
+    out.code = internal::PeerErrorCode(s).value_or(ErrorCode::kUnspecified);
     return out;
   }
-  out.status = response.status();
-  out.reason = response.reason();
-  return out;
+  return ReadAnswer(route.name, response);
 }
 
 std::vector<PeerDropStatus> Cluster::ForwardToAll(const peer::v1::ForwardRequest& request) {
@@ -65,7 +146,7 @@ std::vector<PeerDropStatus> Cluster::ForwardToAll(const peer::v1::ForwardRequest
         route.exclude.Excludes(request.drop_table().database(), request.drop_table().table())) {
       // R11, sender's side: not sent; the peer keeps its own table of that name.
       calls.push_back(std::async(std::launch::deferred, [name = route.name] {
-        return PeerDropStatus{name, "kept", "excluded by the route (R11)"};
+        return PeerDropStatus{name, DropOutcome::kKept, "excluded by the route (R11)"};
       }));
       continue;
     }
@@ -128,18 +209,18 @@ absl::Status Cluster::ServeForward(const std::string& peer, const peer::v1::Forw
 absl::Status Cluster::ServeDropTable(const std::string& peer, const peer::v1::DropTable& d,
                                      peer::v1::ForwardResponse* response) {
   if (ExclusionsFor(peer).Excludes(d.database(), d.table())) {  // R11, receiver's side
-    response->set_status("kept");
+    SetOutcome(peer::v1::DROP_OUTCOME_KEPT, response);
     response->set_reason("excluded by this node's route (R11)");
     return absl::OkStatus();
   }
   CAIRN_ASSIGN_OR_RETURN(const catalog::PeerDropResult r,
                          node_->records->ApplyPeerDrop(d.database(), d.table(), d.dropped_time()));
-  response->set_status(std::string(catalog::PeerDropResultName(r)));
+  SetOutcome(WireOutcome(r), response);
   // The drop's marker may have arrived first, in a snapshot: then this very drop is already
   // in effect here, and the origin should hear "dropped", not "absent".
   if (r == catalog::PeerDropResult::kAbsent &&
       node_->catalog->Snapshot()->MarkerFor(d.database(), d.table()) == d.dropped_time()) {
-    response->set_status("dropped");
+    SetOutcome(peer::v1::DROP_OUTCOME_DROPPED, response);
     response->set_reason("already applied from a schema snapshot");
   }
   spdlog::info("[{}] drop of {}.{} at {} forwarded by {}: {}", options_.node_name, d.database(),
@@ -172,7 +253,10 @@ absl::Status Cluster::ServeDropDatabase(const std::string& peer, const peer::v1:
     dropped |= result == catalog::PeerDropResult::kDropped;
     kept |= result == catalog::PeerDropResult::kKept;
   }
-  response->set_status(kept ? "kept" : dropped ? "dropped" : "absent");
+  SetOutcome(kept      ? peer::v1::DROP_OUTCOME_KEPT
+             : dropped ? peer::v1::DROP_OUTCOME_DROPPED
+                       : peer::v1::DROP_OUTCOME_ABSENT,
+             response);
   if (excluded) response->set_reason("tables excluded by a route stay (R11)");
   spdlog::info("[{}] drop of database {} forwarded by {}: {}", options_.node_name, d.database(),
                peer, response->status());

@@ -27,9 +27,10 @@ void ReportParked(const ParkedRetrier::Counts& parked, absl::Time now, PeerStatu
   }
 }
 
-void ReportReceived(const ReceiveStats& r, PeerStatus* p) {
+// `now` is the node's clock: lag is measured against the peer's stamps (R16 bounds their offset).
+void ReportReceived(const ReceiveStats& r, absl::Time now, PeerStatus* p) {
   p->lag_entries = r.lag_entries;
-  p->lag_ms = r.LagMs(absl::Now());
+  p->lag_ms = r.LagMs(now);
   p->full_copy_active = r.copy_active;
   p->full_copy_percent = r.copy_percent;
   p->full_copy_rows_per_s = r.copy_rows_per_s;
@@ -78,7 +79,7 @@ std::vector<PeerStatus> Cluster::Status() const {
     }
     for (const auto& session : sessions_) {
       if (state.receiver != nullptr && session.get() == state.receiver) {
-        ReportReceived(session->receive_stats(), &p);
+        ReportReceived(session->receive_stats(), node_->hlc->WallNow(), &p);
       }
     }
     // R17: counted from storage, linked or not (ParkedRetrier); aged by the clock Parking

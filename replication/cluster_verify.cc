@@ -4,7 +4,9 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 #include "replication/cluster.h"
+#include "replication/internal/peer_call.h"
 #include "replication/link_session.h"
 
 namespace cairn::replication {
@@ -57,6 +59,11 @@ absl::Status Cluster::CallVerify(const std::string& peer, const peer::v1::Verify
         absl::StrCat("verify call to '", peer, "' cancelled: a node is shutting down"));
   }
   if (!s.ok()) {
+    // An error the peer answered with its code keeps it (a scan that failed there fails one
+    // table, not the run); any other failure is the transport's, or an older peer's: UNAVAILABLE.
+    const absl::Status answered = internal::FromGrpc(s);
+    if (HasErrorCode(answered))
+      return Annotate(answered, absl::StrCat("verify call to '", peer, "'"));
     return absl::UnavailableError(
         absl::StrCat("verify call to '", peer,
                      "': ", s.error_message().empty() ? "unreachable" : s.error_message()));

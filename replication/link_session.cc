@@ -12,6 +12,7 @@
 #include "common/status.h"
 #include "replication/anti_entropy.h"
 #include "replication/cluster.h"
+#include "replication/internal/steady_clock.h"
 #include "replication/schema_sync.h"
 #include "replication/user_sync.h"
 #include "spdlog/spdlog.h"
@@ -168,8 +169,8 @@ void LinkSession::TakeRound(LogSender* sender, Round* round) {
   out.commits_not_woken = false;
   round->window = kWindow - std::min(kWindow, out.sent_no - out.acked_no);
   // Schema in: the databases to ask the peer for whole.
-  if (std::vector<std::string> due =
-          DueSchemaRequests(*round->snap, round->schema_options.exclusions, absl::Now());
+  if (std::vector<std::string> due = DueSchemaRequests(
+          *round->snap, round->schema_options.exclusions, cluster_->node()->hlc->WallNow());
       !due.empty()) {
     cluster_->CountSchemaResyncs(due.size());
     peer::v1::SchemaRequest* request = round->control.emplace_back().mutable_schema_request();
@@ -217,7 +218,7 @@ bool LinkSession::WriteAdvert() {
   bool urgent = false;
   peer::v1::LinkMessage m;
   *m.mutable_origin_advert() = OriginBook::Diff(cluster_->origins(), peer_, &told, &urgent);
-  const absl::Time now = absl::Now();
+  const absl::Time now = internal::SteadyNow();
   const bool wait =
       m.origin_advert().origins_size() > 0 && !urgent && now - advert_sent_at_ < kAdvertInterval;
   if (m.origin_advert().origins_size() > 0 && !wait) {
@@ -467,7 +468,7 @@ void LinkSession::ApplierLoop() {
     absl::MutexLock lock(&mu_);
     records_in_.applied_no = batch.batch_no();
     records_in_.ack_due = true;
-    records_in_.stats = receiver.Stats(absl::Now());
+    records_in_.stats = receiver.Stats(internal::SteadyNow());
   }
   cluster_->ReleaseReceiver(peer_, this);
 }

@@ -36,6 +36,7 @@
 // mu_ is never held across a stream Write or Read, nor across a catalog or storage write.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <deque>
 #include <memory>
@@ -94,7 +95,8 @@ inline constexpr absl::Duration kSchemaResyncAfter = absl::Seconds(2);
 inline constexpr absl::Duration kSchemaResyncMaxBackoff = absl::Seconds(60);
 
 // R3, incremental, receiving side: a database whose digest here differs from the one the peer
-// last sent, or whose DbSchema from the peer skipped something (a drop draining here).
+// last sent, or whose DbSchema from the peer skipped something (a drop draining here). Its
+// times are the node's clock (decision 136), so a test advances them instead of waiting.
 struct DigestWatch {
   absl::Time since;     // when it was first seen apart
   uint64_t theirs = 0;  // the peer's last digest of it
@@ -111,6 +113,14 @@ struct DigestWatch {
   std::optional<std::pair<uint64_t, uint64_t>> settled;
   absl::Time next_request;  // not before this
   absl::Duration backoff = kSchemaResyncAfter;
+
+  // The node's clock may be set back (an operator's correction, a test hook's clock fault):
+  // times after `now` come back to it, so no wait is longer from now than its timer's length.
+  void ClampTo(absl::Time now) {
+    since = std::min(since, now);
+    asked_at = std::min(asked_at, now);
+    next_request = std::min(next_request, now + backoff);
+  }
 };
 
 // The two ends of a Link stream behind one interface. Read and Write may run on different

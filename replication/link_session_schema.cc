@@ -81,7 +81,7 @@ absl::Status LinkSession::ApplySchema(const peer::v1::DbSchema& schema) {
   cluster_->OnSchema(peer_, schema.database(), schema.digest());
   catalog::SnapshotRef snap = node->catalog->Snapshot();
   const uint64_t ours = SchemaDigest(*snap, schema.database(), exclusions);
-  const absl::Time now = absl::Now();
+  const absl::Time now = node->hlc->WallNow();
   absl::MutexLock lock(&mu_);
   auto& apart = schema_in_.apart;
   auto it = apart.find(schema.database());
@@ -125,6 +125,7 @@ std::vector<std::string> LinkSession::DueSchemaRequests(const catalog::CatalogSn
   mu_.AssertHeld();
   if (!hello_.schema_delta || schema_in_.apart.empty()) return due;
   for (auto& [db, w] : schema_in_.apart) {
+    w.ClampTo(now);
     if (now - w.since < kSchemaResyncAfter) continue;
     // A retry goes again early once this node changed the database (a drop that held a
     // skipped table back may have finished), else after the backoff.

@@ -12,11 +12,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "catalog/names.h"
+#include "common/status.h"
 #include "grpc/grpc_security_constants.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/security/server_credentials.h"
 #include "replication/cluster.h"
 #include "replication/internal/peer_call.h"
+#include "replication/internal/steady_clock.h"
 #include "replication/link_session.h"
 #include "spdlog/spdlog.h"
 
@@ -55,6 +57,9 @@ std::string SourceOf(const std::string& peer) {
   return colon == std::string::npos || colon < 5 ? peer : peer.substr(0, colon);
 }
 
+// What a call to a node that is stopping gets.
+absl::Status Stopping() { return Error(ErrorCode::kShuttingDown, "this node is stopping"); }
+
 }  // namespace
 
 class Cluster::Service final : public peer::v1::Peer::Service {
@@ -66,7 +71,7 @@ class Cluster::Service final : public peer::v1::Peer::Service {
       grpc::ServerReaderWriter<peer::v1::LinkMessage, peer::v1::LinkMessage>* stream) override {
     absl::StatusOr<std::string> peer = cluster_->Authenticate(*context);
     if (!peer.ok()) return ToGrpc(peer.status());
-    if (cluster_->stopping()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "stopping");
+    if (cluster_->stopping()) return ToGrpc(Stopping());
     if (cluster_->IsCut(*peer)) return CutStatus();
     auto session = std::make_shared<LinkSession>(
         cluster_, std::make_unique<ServerLinkStream>(context, stream), *peer);
@@ -81,7 +86,7 @@ class Cluster::Service final : public peer::v1::Peer::Service {
                       peer::v1::VerifyResponse* response) override {
     absl::StatusOr<std::string> peer = cluster_->Authenticate(*context);
     if (!peer.ok()) return ToGrpc(peer.status());
-    if (cluster_->stopping()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "stopping");
+    if (cluster_->stopping()) return ToGrpc(Stopping());
     if (cluster_->IsCut(*peer)) return CutStatus();
     return ToGrpc(cluster_->anti_entropy()->Serve(*peer, *request, response,
                                                   [context] { return context->IsCancelled(); }));
@@ -147,7 +152,7 @@ absl::StatusOr<std::string> Cluster::Authenticate(const grpc::ServerContext& con
     // Issue 41: one line per source every kRefusalLogEvery, not one per call (a wrong secret
     // retried in a loop wrote 5,000 lines in 4.4 s).
     const std::string source = SourceOf(context.peer());
-    if (std::optional<uint64_t> also = refusals_.Event(source, absl::Now())) {
+    if (std::optional<uint64_t> also = refusals_.Event(source, internal::SteadyNow())) {
       spdlog::warn("[{}] refused a peer call from {}: {}{}", options_.node_name, source,
                    std::string(name.status().message()),
                    *also == 0 ? "" : absl::StrCat(" (", *also, " more refused from there before)"));

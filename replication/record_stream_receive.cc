@@ -10,6 +10,7 @@
 #include "common/fault.h"
 #include "common/fault_points.h"
 #include "common/status.h"
+#include "replication/internal/steady_clock.h"
 #include "replication/record_stream.h"
 #include "spdlog/spdlog.h"
 #include "storage/keys.h"
@@ -200,7 +201,7 @@ absl::Status ReceiverState::Apply(const peer::v1::ChangeBatch& batch,
   if (cursor.has_value()) {
     if (cursor->has_copy()) {
       if (!p.copy.has_value()) {
-        p.copy_started = absl::Now();
+        p.copy_started = internal::SteadyNow();
         p.copy_rows_at_start = batch.copy().rows_done() - batch.entries_size();
       }
       p.copy = cursor->copy();

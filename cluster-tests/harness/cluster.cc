@@ -166,7 +166,8 @@ absl::Status Cluster::StartMember(const std::string& name, const std::vector<std
 absl::Status Cluster::Wire(const std::string& from, const std::string& to) {
   HttpAnswer a =
       Op(from, {{"operation", "add_node"}, {"name", to}, {"url", member(to).options.peer_listen}});
-  if (a.status == 200 || absl::StrContains(a.body, "already known")) return absl::OkStatus();
+  // Already routed (a restart re-wires every peer): the route stands.
+  if (a.status == 200 || a.error_code() == "NODE_EXISTS") return absl::OkStatus();
   return Error(ErrorCode::kInternal,
                absl::StrCat(from, ": add_node ", to, " -> ", a.status, " ", a.body));
 }

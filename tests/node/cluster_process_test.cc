@@ -137,6 +137,7 @@ TEST_F(CairndClusterTest, R13_AddedPeersSurviveARestartAndRemoveNodeForgetsThem)
   HttpAnswer again =
       nodes_["n1"]->Post({{"operation", "add_node"}, {"name", "n2"}, {"url", "127.0.0.1:1"}});
   EXPECT_EQ(again.status, 400) << again.body;
+  EXPECT_EQ(again.error_code(), "NODE_EXISTS") << again.body;
   HttpAnswer self =
       nodes_["n1"]->Post({{"operation", "add_node"}, {"name", "n1"}, {"url", "127.0.0.1:1"}});
   EXPECT_EQ(self.status, 400) << self.body;

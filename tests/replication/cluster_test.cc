@@ -257,7 +257,7 @@ TEST_F(ClusterTest, C8_DropWithPeerOfflineReachesItOnReconnect) {
   std::vector<PeerDropStatus> answers =
       a->cluster().ForwardDropTable("shop", "t", dropped->dropped_time);
   ASSERT_EQ(answers.size(), 1u);
-  EXPECT_EQ(answers[0].status, "failed") << "R10: an unreachable peer is failed";
+  EXPECT_EQ(answers[0].outcome, DropOutcome::kFailed) << "R10: an unreachable peer is failed";
   b->Start();
   ASSERT_EVENTUALLY([&] { ASSERT_EQ(b->Table("shop", "t"), nullptr); });
   ExpectConnectedAndInSync(a.get(), b.get());
@@ -307,7 +307,7 @@ TEST_F(ClusterTest, C8_LateForwardedDropKeepsTheNewerTableAndAnswersKept) {
   std::vector<PeerDropStatus> answers =
       a->cluster().ForwardDropTable("shop", "t", first->dropped_time);
   ASSERT_EQ(answers.size(), 1u);
-  EXPECT_EQ(answers[0].status, "kept");
+  EXPECT_EQ(answers[0].outcome, DropOutcome::kKept);
   ASSERT_NE(b->Table("shop", "t"), nullptr);
   EXPECT_EQ(b->Table("shop", "t")->created_time(), recreated);
   EXPECT_EQ(b->catalog().Snapshot()->MarkerFor("shop", "t"), first->dropped_time);
@@ -332,7 +332,8 @@ TEST_F(ClusterTest, C11_NodeLocalTableSurvivesAPeersDropAndIsNeverSent) {
   std::vector<PeerDropStatus> answers =
       a->cluster().ForwardDropTable("shop", "local", dropped->dropped_time);
   ASSERT_EQ(answers.size(), 1u);
-  EXPECT_EQ(answers[0].status, "kept") << "C11: b's node-local table owns the name there";
+  EXPECT_EQ(answers[0].outcome, DropOutcome::kKept)
+      << "C11: b's node-local table owns the name there";
   ASSERT_EVENTUALLY([&] {
     ASSERT_EQ(b->StatusOf("a").digests["shop"], SchemaDigest(*a->catalog().Snapshot(), "shop"));
   });
@@ -424,7 +425,7 @@ TEST_F(ClusterTest, R2_APeerWithAWrongSecretExchangesNothing) {
   auto answers =
       c->cluster().ForwardDropTable("shop", "from_b", HybridClock::Make(4'000'000'000'000, 0));
   ASSERT_EQ(answers.size(), 1u);
-  EXPECT_EQ(answers[0].status, "failed");
+  EXPECT_EQ(answers[0].outcome, DropOutcome::kFailed);
   EXPECT_NE(b->Table("shop", "from_b"), nullptr);
 }
 
@@ -488,7 +489,7 @@ TEST_F(ClusterTest, R11_ExcludedTablesAreNeitherSentNorAccepted) {
       a->cluster().ForwardDropTable("shop", "secret", dropped->dropped_time);
   for (const PeerDropStatus& p : answers) {
     if (p.node == "b") {
-      EXPECT_EQ(p.status, "kept") << p.reason;
+      EXPECT_EQ(p.outcome, DropOutcome::kKept) << p.reason;
     }
   }
 }
@@ -512,7 +513,7 @@ TEST_F(ClusterTest, R11_AForwardedDropDatabaseLeavesWhatTheSendersRouteExcludes)
   std::vector<PeerDropStatus> answers =
       a->cluster().ForwardDropDatabase("d", dropped->dropped_time, dropped->tables);
   ASSERT_EQ(answers.size(), 1u);
-  EXPECT_EQ(answers[0].status, "kept") << answers[0].reason;
+  EXPECT_EQ(answers[0].outcome, DropOutcome::kKept) << answers[0].reason;
   EXPECT_EQ(b->Table("d", "shared"), nullptr);
   ASSERT_NE(b->Table("d", "secret_t"), nullptr);
   EXPECT_THAT(LiveKeys(*b, "d", "secret_t"), ElementsAre("\"k\""));
@@ -536,7 +537,7 @@ TEST_F(ClusterTest, C14_ATableCreatedDuringADropDatabaseSurvivesOnThePeers) {
     std::vector<PeerDropStatus> answers =
         a->cluster().ForwardDropDatabase("d", dropped->dropped_time, dropped->tables);
     ASSERT_EQ(answers.size(), 1u);
-    EXPECT_EQ(answers[0].status, "kept") << answers[0].reason;  // m5
+    EXPECT_EQ(answers[0].outcome, DropOutcome::kKept) << answers[0].reason;  // m5
   });
   const bool parked =
       a->faults().WaitUntilBlocked(fault_points::kDropAfterTombstone, absl::Seconds(10));
@@ -566,7 +567,7 @@ TEST_F(ClusterTest, C14_AForwardedDropDatabaseRetiresOlderTablesAndKeepsNewerOne
   ASSERT_OK(b->catalog().CreateTable(Spec("inv", "newer", {"y"})));  // after the drop's stamp
   std::vector<PeerDropStatus> answers = a->cluster().ForwardDropDatabase("inv", drop_time);
   ASSERT_EQ(answers.size(), 1u);
-  EXPECT_EQ(answers[0].status, "kept") << answers[0].reason;
+  EXPECT_EQ(answers[0].outcome, DropOutcome::kKept) << answers[0].reason;
   EXPECT_EQ(b->Table("inv", "old"), nullptr);
   EXPECT_NE(b->Table("inv", "newer"), nullptr);
 }

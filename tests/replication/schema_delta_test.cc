@@ -12,6 +12,7 @@
 #include "catalog/local_node.h"
 #include "common/fault_points.h"
 #include "replication/cluster.h"
+#include "replication/link_session.h"
 #include "replication/schema_sync.h"
 #include "tests/replication/test_node.h"
 #include "tests/testing/testing.h"
@@ -325,6 +326,63 @@ TEST_F(SchemaDeltaTest, R3_ADigestLeftApartIsRepairedByAWholeDatabase) {
   EXPECT_EQ(b->faults().HitCount(fault_points::kReplSchemaResync), 1);  // the lost one
   // Two at least: a third follows if the answer takes longer than the 4 s backoff.
   EXPECT_GE(b->cluster().schema_resyncs(), resyncs + 2);
+}
+
+// The digest watch's timers run on the node's clock (issue 42, point 6; decision 136): a test
+// advances the clock through the backoff (2, 4, 8, 16 s ...) instead of waiting it out.
+TEST_F(SchemaDeltaTest, R3_TheWatchsBackoffRunsOnTheNodesClock) {
+  testing::ManualClock clock(absl::Now());  // one for both: R16 sees no offset between them
+  auto a = std::make_unique<TestNode>("a", dir_.Sub("a"), "s3cret");
+  auto b = std::make_unique<TestNode>("b", dir_.Sub("b"), "s3cret");
+  a->set_clock(&clock);
+  b->set_clock(&clock);
+  a->Start();
+  b->Start();
+  a->Route(*b);
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "orders", {"name"})));
+  ASSERT_EVENTUALLY([&] { ASSERT_NE(b->Table("shop", "orders"), nullptr); });
+  ExpectInSync(a.get(), b.get());
+
+  const auto lost = FaultAction::ReturnError(absl::UnavailableError("lost"));
+  b->faults().Set(fault_points::kReplSchemaReceive, lost);
+  b->faults().Set(fault_points::kReplSchemaResync, lost);
+  ASSERT_OK(a->catalog().CreateTable(Spec("shop", "items", {"sku"})));
+  ASSERT_EVENTUALLY([&] { ASSERT_GE(b->faults().HitCount(fault_points::kReplSchemaReceive), 1); });
+  // Each step comes within the writer's idle wait (1 s) of the clock's move; waiting the
+  // backoff out in real time would take 2 + 4 + 8 s.
+  const absl::Duration step = kSchemaResyncMaxBackoff + absl::Seconds(1);
+  for (int requests = 1; requests <= 3; ++requests) {
+    clock.Advance(step);
+    testing::AssertEventually(
+        [&] { ASSERT_GE(b->faults().HitCount(fault_points::kReplSchemaResync), requests); },
+        absl::Seconds(5));
+    if (HasFatalFailure()) return;
+  }
+  b->faults().Clear(fault_points::kReplSchemaReceive);
+  b->faults().Clear(fault_points::kReplSchemaResync);
+  clock.Advance(step);
+  testing::AssertEventually([&] { ASSERT_NE(b->Table("shop", "items"), nullptr); },
+                            absl::Seconds(5));
+}
+
+// Decision 136: the node's clock set back an hour does not make a watch wait an hour.
+TEST(DigestWatchTest, R3_AClockSetBackDoesNotStretchTheWait) {
+  const absl::Time t = absl::FromUnixSeconds(1'800'000'000);
+  DigestWatch w;
+  w.since = t;
+  w.asked_at = t + absl::Minutes(3);
+  w.backoff = absl::Seconds(16);
+  w.next_request = w.asked_at + w.backoff;
+  const absl::Time back = t + absl::Minutes(3) - absl::Hours(1);
+  w.ClampTo(back);
+  EXPECT_EQ(w.next_request, back + absl::Seconds(16));
+  EXPECT_EQ(w.since, back);
+  EXPECT_EQ(w.asked_at, back);
+  // A clock that went forward changes nothing.
+  DigestWatch ahead = w;
+  ahead.ClampTo(back + absl::Hours(2));
+  EXPECT_EQ(ahead.next_request, w.next_request);
+  EXPECT_EQ(ahead.since, w.since);
 }
 
 // Decision 44 with deltas: a local-only drop leaves b without a table a still holds and
