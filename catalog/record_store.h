@@ -112,6 +112,7 @@ class RecordStore {
               RecordStoreOptions options);
   ~RecordStore();  // stops the strip worker (StopStrips)
   const std::string& node_name() const { return options_.node_name; }
+  FaultRegistry* faults() const { return options_.faults; }
 
   // insert / upsert / update of a JSON array of objects (SPEC §5). All or nothing: any
   // invalid record refuses the whole batch with nothing written.

@@ -37,6 +37,9 @@ inline constexpr char kStripChunk[] = "records.strip.chunk";
 inline constexpr char kReplApplyBeforeCommit[] = "replication.apply.before_commit";
 inline constexpr char kReplApplyAfterCommit[] = "replication.apply.after_commit";  // not acked
 inline constexpr char kReplSendBatch[] = "replication.send.batch";  // before a batch is sent
+// catalog/change_feed.cc: a subscription took its snapshot and has not read the log after it
+// (SPEC W2: a write committing now must reach the subscriber once)
+inline constexpr char kFeedAfterSnapshot[] = "records.feed.after_snapshot";
 // replication/link_session.cc: a sender round has taken its catalog snapshot and not yet read
 // the change log against it (R5 after R3: a schema change may land in between)
 inline constexpr char kReplSendAfterSnapshot[] = "replication.send.after_snapshot";
@@ -102,6 +105,8 @@ inline constexpr PointInfo kAll[] = {
     // Delays only: a dropped request waits out a backoff that grows to a minute, longer than
     // the schedule's heal allows; tests drop requests on purpose.
     {kReplSchemaResync, false},
+    // Added after it, for the same reason.
+    {kFeedAfterSnapshot, true},  // the subscription is refused; nothing was sent
 };
 
 }  // namespace cairn::fault_points
