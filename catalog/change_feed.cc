@@ -44,18 +44,6 @@ absl::StatusOr<FeedCursor> FeedCursor::Parse(absl::string_view text) {
   return c;
 }
 
-absl::string_view FeedEndName(FeedEnd end) {
-  switch (end) {
-    case FeedEnd::kResyncRequired:
-      return "resync_required";
-    case FeedEnd::kDropped:
-      return "dropped";
-    case FeedEnd::kNone:
-      break;
-  }
-  return "none";
-}
-
 absl::StatusOr<std::unique_ptr<ChangeFeed>> ChangeFeed::Open(LocalNode* node, FeedOptions options) {
   CAIRN_ASSIGN_OR_RETURN(TableRef def,
                          node->catalog->Snapshot()->FindTable(options.database, options.table));

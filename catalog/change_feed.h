@@ -78,7 +78,6 @@ enum class FeedEnd {
                     // cursor is another log's (another node, or this one restored)
   kDropped,         // W6, C9: the table's generation it follows is dropped
 };
-absl::string_view FeedEndName(FeedEnd end);  // "resync_required", "dropped"
 
 class ChangeFeed {
  public:
@@ -103,7 +102,6 @@ class ChangeFeed {
   FeedCursor position() const;
   // Whether the position is at the log's committed watermark (nothing to read now).
   bool CaughtUp() const;
-  const std::string& database() const { return options_.database; }
 
  private:
   ChangeFeed(LocalNode* node, FeedOptions options, TableRef def, std::string key)
