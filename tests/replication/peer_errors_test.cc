@@ -109,7 +109,9 @@ TEST(PeerCallTest, AStatusKeepsItsCodeAcrossTheWire) {
 }
 
 // No crash on any input from a peer (Standards): details that do not parse, a code this build
-// does not know, a canonical code out of range.
+// does not know. (A canonical code out of range is not built here: a grpc::StatusCode of no
+// enumerator's value is undefined behaviour, which the sanitizer build reports. FromGrpc
+// still reads one as UNKNOWN.)
 TEST(PeerCallTest, APeersUnreadableErrorIsReadAsItsCanonicalCodeAlone) {
   absl::Status s = FromGrpc(grpc::Status(grpc::StatusCode::UNAVAILABLE, "m", "\xff\x01garbage"));
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
@@ -119,8 +121,6 @@ TEST(PeerCallTest, APeersUnreadableErrorIsReadAsItsCanonicalCodeAlone) {
   EXPECT_FALSE(HasErrorCode(s));
   s = FromGrpc(WithDetail(grpc::StatusCode::INTERNAL, "m", -3));
   EXPECT_FALSE(HasErrorCode(s));
-  s = FromGrpc(grpc::Status(static_cast<grpc::StatusCode>(99), "m"));
-  EXPECT_EQ(s.code(), absl::StatusCode::kUnknown);
 }
 
 TEST_F(PeerErrorsTest, AddingAKnownPeerAgainIsNodeExists) {

@@ -349,20 +349,27 @@ TEST_F(SchemaDeltaTest, R3_TheWatchsBackoffRunsOnTheNodesClock) {
   ASSERT_OK(a->catalog().CreateTable(Spec("shop", "items", {"sku"})));
   ASSERT_EVENTUALLY([&] { ASSERT_GE(b->faults().HitCount(fault_points::kReplSchemaReceive), 1); });
   // Each step comes within the writer's idle wait (1 s) of the clock's move; waiting the
-  // backoff out in real time would take 2 + 4 + 8 s.
+  // backoff out in real time would take 2 + 4 + 8 s. The clock moves on every attempt, not
+  // once per step: the receive fault is hit just before the watch is stamped with the clock,
+  // and a move that lands in between would leave a new watch waiting for the next one.
   const absl::Duration step = kSchemaResyncMaxBackoff + absl::Seconds(1);
   for (int requests = 1; requests <= 3; ++requests) {
-    clock.Advance(step);
     testing::AssertEventually(
-        [&] { ASSERT_GE(b->faults().HitCount(fault_points::kReplSchemaResync), requests); },
+        [&] {
+          clock.Advance(step);
+          ASSERT_GE(b->faults().HitCount(fault_points::kReplSchemaResync), requests);
+        },
         absl::Seconds(5));
     if (HasFatalFailure()) return;
   }
   b->faults().Clear(fault_points::kReplSchemaReceive);
   b->faults().Clear(fault_points::kReplSchemaResync);
-  clock.Advance(step);
-  testing::AssertEventually([&] { ASSERT_NE(b->Table("shop", "items"), nullptr); },
-                            absl::Seconds(5));
+  testing::AssertEventually(
+      [&] {
+        clock.Advance(step);
+        ASSERT_NE(b->Table("shop", "items"), nullptr);
+      },
+      absl::Seconds(5));
 }
 
 // Decision 136: the node's clock set back an hour does not make a watch wait an hour.
