@@ -120,24 +120,33 @@ json ChangeFeed::Project(const TableDef& def, Hlc version, const std::string& bo
   return projected;
 }
 
-absl::StatusOr<FeedEnd> ChangeFeed::ReadState(const std::function<void(FeedEvent)>& visit) {
+absl::StatusOr<FeedEnd> ChangeFeed::ReadState(const std::function<void(FeedEvent)>& visit,
+                                              size_t max_rows) {
   if (snapshot_ == nullptr) return ended_;
-  std::unique_ptr<storage::ScopedSnapshot> snapshot = std::move(snapshot_);
+  auto dropped = [this] {
+    snapshot_.reset();
+    return ended_ = FeedEnd::kDropped;
+  };
   TableRef def = LiveDef();
-  if (def == nullptr) return ended_ = FeedEnd::kDropped;
+  if (def == nullptr) return dropped();
   auto token = def->state()->Admit(def->QualifiedName());
-  if (!token.ok()) return ended_ = FeedEnd::kDropped;
+  if (!token.ok()) return dropped();
   internal::ScanCheckpoint checkpoint(*def, node_->records->faults());
   const std::string generation = storage::GenerationPrefix(def->generation_id());
-  const std::string from =
+  const std::string first =
       key_.empty() ? generation : storage::RecordKey(def->generation_id(), key_);
   const std::string until =
-      key_.empty() ? storage::GenerationPrefix(def->generation_id() + 1) : from + '\0';
-  auto it = node_->engine->NewIterator(Cf::kRecords, snapshot->get(), until);
+      key_.empty() ? storage::GenerationPrefix(def->generation_id() + 1) : first + '\0';
+  // Right after the last key visited: appending a 0 byte gives the least key above it.
+  const std::string from = state_after_.empty() ? first : state_after_ + '\0';
+  auto it = node_->engine->NewIterator(Cf::kRecords, snapshot_->get(), until);
+  size_t rows = 0;
   for (it->Seek(ToSlice(from)); it->Valid(); it->Next()) {
+    if (rows == max_rows) return ended_;  // goes on from state_after_ at the next call
     absl::Status s = checkpoint.Visit();
-    if (GetErrorCode(s) == ErrorCode::kTableDropping) return ended_ = FeedEnd::kDropped;
+    if (GetErrorCode(s) == ErrorCode::kTableDropping) return dropped();
     CAIRN_RETURN_IF_ERROR(s);
+    state_after_.assign(it->key().data(), it->key().size());
     StoredRecord rec;
     FeedEvent event;
     if (!rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) ||
@@ -149,9 +158,11 @@ absl::StatusOr<FeedEnd> ChangeFeed::ReadState(const std::function<void(FeedEvent
     event.version = rec.version();
     event.origin = rec.origin();
     event.cursor = position();
+    ++rows;
     visit(std::move(event));
   }
   CAIRN_RETURN_IF_ERROR(internal::IteratorStatus(*it));
+  snapshot_.reset();
   return ended_;
 }
 

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -88,10 +89,14 @@ class ChangeFeed {
   // the feed.
   static absl::StatusOr<std::unique_ptr<ChangeFeed>> Open(LocalNode* node, FeedOptions options);
 
-  // The state of W2, once, before any Next: each live row (or the record) at the snapshot, as
-  // a put event whose cursor is the feed's start. Visits nothing when Open took no snapshot.
-  // A drop of the table cancels it (C9): returns kDropped. Releases the snapshot.
-  absl::StatusOr<FeedEnd> ReadState(const std::function<void(FeedEvent)>& visit);
+  // The state of W2, before any Next: each live row (or the record) at the snapshot, as a put
+  // event whose cursor is the feed's start, at most `max_rows` rows a call, in key order; the
+  // next call goes on after the last. Visits nothing when Open took no snapshot. A drop of the
+  // table cancels it (C9): returns kDropped. The snapshot is released once StateDone().
+  absl::StatusOr<FeedEnd> ReadState(const std::function<void(FeedEvent)>& visit,
+                                    size_t max_rows = std::numeric_limits<size_t>::max());
+  // Whether the state is all read (or there was none to read).
+  bool StateDone() const { return snapshot_ == nullptr; }
 
   // The changes logged after the position, up to the committed watermark and at most
   // `max_entries` log entries read (of every table of the database), appended to `out` in log
@@ -121,7 +126,8 @@ class ChangeFeed {
   const std::string key_;  // encoded primary key of a record's feed; empty: the table's
   uint64_t position_ = 0;  // invariant (1)
   absl::btree_set<uint64_t> in_state_;                 // invariant (2)
-  std::unique_ptr<storage::ScopedSnapshot> snapshot_;  // until ReadState
+  std::unique_ptr<storage::ScopedSnapshot> snapshot_;  // until the state is read
+  std::string state_after_;  // the last record key the state visited; empty: none yet
   FeedEnd ended_ = FeedEnd::kNone;
 };
 

@@ -36,7 +36,7 @@ Cluster::Cluster(catalog::LocalNode* node, ClusterOptions options)
     absl::MutexLock lock(&hook->mu);
     if (hook->cluster != nullptr) hook->cluster->OnCatalogChange();
   });
-  node_->log->SetCommitListener([hook = hook_](absl::string_view db, const std::string* origin) {
+  node_->log->AddCommitListener([hook = hook_](absl::string_view db, const std::string* origin) {
     // Shared: concurrent commits do not queue behind one another here (nor in OnCommit).
     absl::ReaderMutexLock lock(&hook->mu);
     if (hook->cluster != nullptr) hook->cluster->OnCommit(db, origin);

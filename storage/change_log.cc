@@ -109,7 +109,10 @@ void ChangeLog::Sequencer::Release(uint64_t first, const std::string* tag) {
       waiting_tag_.clear();
     }
   }
-  if (moved && owner_->listener_) owner_->listener_(db_, told.has_value() ? &*told : nullptr);
+  if (!moved) return;
+  for (const CommitListener& listener : owner_->listeners_) {
+    listener(db_, told.has_value() ? &*told : nullptr);
+  }
 }
 
 void ChangeLog::Sequencer::AddHole(uint64_t first, uint64_t last) {

@@ -72,12 +72,12 @@ class ChangeLog {
   // Identity of this log, random and fixed for the data directory (Hello.log_id).
   uint64_t log_id() const { return log_id_; }
 
-  // Called after a commit moved some database's watermark (the peer senders' wake-up), on
-  // the committing thread, with no ChangeLog lock held: the database, and the tag of every
-  // commit the move made visible (TagScope) when they all had the same one, else null.
-  // Set once, before concurrent use.
+  // Called after a commit moved some database's watermark (the peer senders' and the change
+  // subscriptions' wake-up), on the committing thread, with no ChangeLog lock held: the
+  // database, and the tag of every commit the move made visible (TagScope) when they all had
+  // the same one, else null. Added before concurrent use; each is called, in the order added.
   using CommitListener = std::function<void(absl::string_view db, const std::string* tag)>;
-  void SetCommitListener(CommitListener listener) { listener_ = std::move(listener); }
+  void AddCommitListener(CommitListener listener) { listeners_.push_back(std::move(listener)); }
   // While one lives, the commits of this thread carry `tag` to the listener (a replica's
   // applier names the peer whose own writes it applies, design 0004); an inner one wins.
   class TagScope {
@@ -236,7 +236,7 @@ class ChangeLog {
 
   Engine* const engine_;
   uint64_t log_id_ = 0;      // set by Recover
-  CommitListener listener_;  // set once, before concurrent use
+  std::vector<CommitListener> listeners_;  // added before concurrent use
   absl::Mutex trim_mu_;      // one Trim at a time
   absl::Mutex mu_;
   // Never erased: Reservations hold raw pointers.

@@ -90,6 +90,35 @@ TEST_F(ChangeFeedTest, W2_TheStateThenEveryChangeAfterIt) {
   EXPECT_EQ((*feed)->position().seq, events[2].cursor.seq);
 }
 
+// W2: a state read in pieces (how the endpoint paces it by its subscriber's reading) is the
+// whole state at the snapshot, each row once, however the table changes between the pieces.
+TEST_F(ChangeFeedTest, W2_AStateReadInPiecesIsTheSnapshotsRowsOnce) {
+  json rows = json::array();
+  for (int id = 0; id < 7; ++id) rows.push_back({{"id", id}, {"v", "old"}});
+  Put(rows);
+  auto feed = Open();
+  ASSERT_OK(feed);
+  std::vector<FeedEvent> state;
+  int pieces = 0;
+  while (!(*feed)->StateDone()) {
+    ASSERT_LT(++pieces, 10);
+    auto end = (*feed)->ReadState([&](FeedEvent e) { state.push_back(std::move(e)); }, 2);
+    ASSERT_OK(end);
+    ASSERT_EQ(*end, FeedEnd::kNone);
+    // Between the pieces: a row before the state's place, one after it, and a new one.
+    Put(json::array({{{"id", 0}, {"v", "new"}}, {{"id", 6}, {"v", "new"}}, {{"id", 100 + pieces}}}));
+  }
+  EXPECT_EQ(pieces, 4);  // 2 + 2 + 2 + 1 rows
+  ASSERT_EQ(state.size(), 7u);
+  for (int id = 0; id < 7; ++id) {
+    EXPECT_EQ(state[id].id, id);
+    EXPECT_EQ(state[id].record["v"], "old") << id;  // the snapshot's, not a later write
+  }
+  // The writes between the pieces come as changes, after the state.
+  std::vector<FeedEvent> events = Drain(feed->get());
+  EXPECT_EQ(Replay(events).size(), 6u);  // ids 0, 6 and 101..104
+}
+
 // W2 with the fault point between the snapshot and the stream: a write committed before the
 // snapshot but not yet under the log's watermark is in the state and never streamed again; a
 // write that commits while the feed stands between the two is streamed once.

@@ -65,7 +65,7 @@ TEST_F(ChangeLogTest, WatermarkWaitsForEarlierReservations) {
 // move makes visible had it.
 TEST_F(ChangeLogTest, ACommitsTagReachesTheListenerOnlyWhenEveryRunItShowsHadIt) {
   std::vector<std::string> told;  // the tag of each call, "-" for none
-  log_->SetCommitListener([&](absl::string_view db, const std::string* tag) {
+  log_->AddCommitListener([&](absl::string_view db, const std::string* tag) {
     EXPECT_EQ(db, "db");
     told.push_back(tag == nullptr ? "-" : *tag);
   });
