@@ -48,8 +48,9 @@ enum class ErrorCode : int32_t {
   kRequestTimeout = 28,          // DEADLINE_EXCEEDED     503  past its deadline, or its client left
   kTooManyLogins = 29,           // RESOURCE_EXHAUSTED    429  failed logins of an address or user
   kNodeExists = 30,              // ALREADY_EXISTS        400  add_node of a routed name
+  kTooManySubscriptions = 31,    // UNAVAILABLE           503  over --max-subscriptions (W5)
 };
-inline constexpr int kMaxErrorCode = 30;
+inline constexpr int kMaxErrorCode = 31;
 
 // The canonical code that goes with a domain code (the table above).
 absl::StatusCode CanonicalCodeFor(ErrorCode code);

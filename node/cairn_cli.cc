@@ -21,6 +21,9 @@
 //     role list | add NAME '<permission json>' | alter ID '<permission json>' | drop ID
 //     login                                   tokens for these credentials, as
 //                                             `export CAIRN_TOKEN=...` lines (eval them)
+//     watch DB.TABLE [ID] [--since C] [--no-current]
+//                                             follow the changes (SPEC §8): a JSON line per
+//                                             event; see `cairn watch --help`
 //
 // The node defaults to $CAIRN_NODE or 127.0.0.1:9925; `https://HOST:PORT` speaks HTTPS and
 // verifies the node's certificate against --ca-file ($CAIRN_CA_FILE; else the system's CAs)
@@ -45,52 +48,23 @@
 #include "absl/strings/strip.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
+#include "node/cli_client.h"
+#include "node/cli_watch.h"
 #include "node/config.h"
 
 namespace {
 
+using cairn::cli::Connection;
+using cairn::cli::Usage;
 using nlohmann::json;
-
-struct Connection {
-  std::string node;
-  std::string ca_file;
-  std::string user;
-  std::string password;
-  std::string token;  // set: Authorization: Bearer, not the user and password
-};
-
-int Usage(const std::string& message) {
-  std::fprintf(stderr, "cairn: %s\n", message.c_str());
-  return 2;
-}
 
 // Sends one operation; prints the answer (pretty JSON) or the error. Returns the exit status.
 int Run(const Connection& c, const json& operation, bool quiet = false, json* answer = nullptr) {
-  absl::string_view node = c.node;
-  const bool https = absl::ConsumePrefix(&node, "https://");
-  if (!https) absl::ConsumePrefix(&node, "http://");
-  auto address = cairn::node::ParseHostPort(node, "--node");
-  if (!address.ok()) return Usage(std::string(address.status().message()));
-  // HTTPS verifies the certificate chain and that it names the host. (Built from host and
-  // port: httplib 0.11's "scheme://host:port" form misreads IPv6 literals.)
-  std::unique_ptr<httplib::ClientImpl> https_client;
-  if (https) {
-    auto ssl = std::make_unique<httplib::SSLClient>(address->host, address->port);
-    if (!c.ca_file.empty()) ssl->set_ca_cert_path(c.ca_file.c_str());
-    ssl->enable_server_certificate_verification(true);
-    https_client = std::move(ssl);
-  }
-  httplib::ClientImpl plain_client(address->host, address->port);
-  httplib::ClientImpl& client = https ? *https_client : plain_client;
-  client.set_connection_timeout(5, 0);
-  client.set_read_timeout(300, 0);
-  if (!c.token.empty()) {
-    client.set_bearer_token_auth(c.token);
-  } else if (!c.password.empty()) {
-    client.set_basic_auth(c.user, c.password);
-  }
-  auto res = client.Post("/", operation.dump(-1, ' ', false, json::error_handler_t::replace),
-                         "application/json");
+  std::unique_ptr<httplib::ClientImpl> client = cairn::cli::MakeClient(c);
+  if (client == nullptr) return 2;
+  client->set_read_timeout(300, 0);
+  auto res = client->Post("/", operation.dump(-1, ' ', false, json::error_handler_t::replace),
+                          "application/json");
   if (!res) {
     std::fprintf(stderr, "cairn: cannot reach %s: %s\n", c.node.c_str(),
                  httplib::to_string(res.error()).c_str());
@@ -416,6 +390,19 @@ int Main(int argc, char** argv) {
   role_drop->add_option("id", role_name, "role id")->required();
   auto* login = app.add_subcommand(
       "login", "tokens for these credentials: prints `export CAIRN_TOKEN=...` lines to eval");
+  cairn::cli::WatchArgs watch_args;
+  std::string watch_table;
+  bool watch_no_current = false;
+  auto* watch = app.add_subcommand(
+      "watch",
+      "follow a table's (or a record's) changes: the current rows, `caught_up`, then each\n"
+      "  change, one JSON line per event ({\"event\": \"put\", \"id\", \"record\", \"cursor\", ...}).\n"
+      "  Resume with --since CURSOR (the last line's cursor) on the same node. Exits 0 after\n"
+      "  `shutdown` or `dropped`, 1 after `overflow`, `resync_required` or `error`");
+  watch->add_option("table", watch_table, "DB.TABLE")->required();
+  watch->add_option("id", watch_args.id, "one record's primary key");
+  watch->add_option("--since", watch_args.since, "resume after this cursor (no current rows)");
+  watch->add_flag("--no-current", watch_no_current, "changes only, not the current rows");
 
   try {
     app.parse(argc, argv);
@@ -442,6 +429,14 @@ int Main(int argc, char** argv) {
                                            : "login",
                     UserArgs{user_name, user_role, user_active, !user_inactive, user_password,
                              role_name, role_permission});
+  }
+  if (watch->parsed()) {
+    json t;
+    if (!SplitTable(watch_table, &t)) return Usage("expected DB.TABLE, got '" + watch_table + "'");
+    watch_args.database = t["database"];
+    watch_args.table = t["table"];
+    watch_args.current = !watch_no_current;
+    return cairn::cli::Watch(c, watch_args);
   }
   if (op->parsed()) {
     std::string text = op_text;

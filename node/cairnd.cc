@@ -36,6 +36,7 @@
 #include "node/credentials.h"
 #include "node/http_server.h"
 #include "node/metrics.h"
+#include "node/subscription_hub.h"
 #include "node/ops_api.h"
 #include "node/ready_file.h"
 #include "replication/cluster.h"
@@ -48,6 +49,8 @@ namespace {
 
 // Past this, a shutdown gives up waiting for in-flight requests (SPEC §6 allows 10 s).
 constexpr absl::Duration kShutdownDeadline = absl::Seconds(8);
+// How long subscribers get to take their `event: shutdown` before the connections close.
+constexpr absl::Duration kSubscriptionFlush = absl::Seconds(1);
 
 void SetUpLogging(const NodeConfig& config) {
   auto logger = spdlog::stderr_color_mt(config.name);
@@ -108,6 +111,24 @@ void AddNodeMetrics(Metrics* metrics, catalog::LocalNode* node) {
        "Values of dropped attributes removed from rows: by strips, and from peers' rows on "
        "apply (C15).",
        "counter", [records] { return static_cast<double>(records->values_stripped()); }});
+}
+
+void AddSubscriptionMetrics(Metrics* metrics, SubscriptionHub* hub) {
+  metrics->AddExternal({"cairn_subscriptions", "Change subscriptions open (SPEC §8).", "gauge",
+                        [hub] { return static_cast<double>(hub->open()); }});
+  metrics->AddExternal({"cairn_subscription_events_total",
+                        "Events written to change subscriptions (state rows and changes).",
+                        "counter", [hub] { return static_cast<double>(hub->events_sent()); }});
+  metrics->AddExternal({"cairn_subscription_overflows_total",
+                        "Subscriptions ended because their reader fell a buffer behind (W5).",
+                        "counter", [hub] { return static_cast<double>(hub->overflows()); }});
+  metrics->AddExternal({"cairn_subscription_resyncs_total",
+                        "Subscriptions ended with resync_required: the log no longer held their "
+                        "cursor (W4).",
+                        "counter", [hub] { return static_cast<double>(hub->resyncs()); }});
+  metrics->AddExternal({"cairn_subscriptions_refused_total",
+                        "Subscriptions refused over --max-subscriptions or its per-user cap.",
+                        "counter", [hub] { return static_cast<double>(hub->refused()); }});
 }
 
 void AddReplicationMetrics(Metrics* metrics, replication::Cluster* cluster) {
@@ -432,6 +453,14 @@ int Run(const NodeConfig& config) {
   api_options.cluster = &cluster;
   AddReplicationMetrics(&metrics, &cluster);
   OpsApi api(node->get(), api_options);
+  // Declared before the HTTP server, so it outlives the server's connections (its sinks).
+  SubscriptionOptions subscription_options;
+  subscription_options.buffer_bytes = config.subscription_buffer;
+  subscription_options.max_subscriptions = config.max_subscriptions;
+  subscription_options.max_per_user = config.max_subscriptions_per_user;
+  subscription_options.audit = &audit;
+  SubscriptionHub subscriptions(node->get(), subscription_options);
+  AddSubscriptionMetrics(&metrics, &subscriptions);
 
   HttpServerOptions http_options;
   http_options.node_name = config.name;
@@ -451,6 +480,11 @@ int Run(const NodeConfig& config) {
   http_options.metrics_require_auth = config.metrics_require_auth;
   http_options.tls_cert_file = config.ops_tls_cert_file;
   http_options.tls_key_file = config.ops_tls_key_file;
+  http_options.subscribe = [&subscriptions](absl::string_view target,
+                                            absl::string_view last_event_id, const Caller& caller,
+                                            std::shared_ptr<EventSink> sink) {
+    return subscriptions.Subscribe(target, last_event_id, caller, std::move(sink));
+  };
   HttpServer http(&api, &metrics, http_options);
   absl::StatusOr<HostPort> ops = http.Start();
   if (!ops.ok()) return fail("operations API", ops.status());
@@ -495,6 +529,7 @@ int Run(const NodeConfig& config) {
     spdlog::shutdown();
     _exit(0);
   }).detach();
+  subscriptions.Shutdown(kSubscriptionFlush);  // W6: `event: shutdown`, before the drain
   http.BeginDrain();
   cluster.anti_entropy()->Stop();  // a verify in flight ends at its next step
   http.Stop();

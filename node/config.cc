@@ -200,6 +200,13 @@ absl::Status ValidateConfig(const NodeConfig& c) {
   if (c.max_sort_bytes < (64 << 10)) {
     return Error(ErrorCode::kBadRequest, "--max-sort-bytes must be at least 64 KiB");
   }
+  if (c.subscription_buffer < (64 << 10) || c.subscription_buffer > (1ull << 30)) {
+    return Error(ErrorCode::kBadRequest, "--subscription-buffer must be between 64 KiB and 1 GiB");
+  }
+  if (c.max_subscriptions < 0 || c.max_subscriptions_per_user < 0) {
+    return Error(ErrorCode::kBadRequest,
+                 "--max-subscriptions and --max-subscriptions-per-user must not be negative");
+  }
   if (c.request_timeout < absl::Milliseconds(100) || c.idle_timeout < absl::Milliseconds(100)) {
     return Error(ErrorCode::kBadRequest,
                  "--request-timeout and --idle-timeout must be at least 100ms");
@@ -354,6 +361,16 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
       ->capture_default_str();
   app.add_option("--max-sort-bytes", c.max_sort_bytes,
                  "sort values a sorted search may hold in memory (400 beyond)")
+      ->capture_default_str();
+  app.add_option("--subscription-buffer", c.subscription_buffer,
+                 "bytes a change subscription may have unsent before it ends with an overflow "
+                 "event and its cursor")
+      ->capture_default_str();
+  app.add_option("--max-subscriptions", c.max_subscriptions,
+                 "change subscriptions open at once on this node (503 beyond; 0: none)")
+      ->capture_default_str();
+  app.add_option("--max-subscriptions-per-user", c.max_subscriptions_per_user,
+                 "change subscriptions open at once for one user (503 beyond)")
       ->capture_default_str();
   std::string search_priority = "idle";
   app.add_option("--search-priority", search_priority,

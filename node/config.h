@@ -86,6 +86,11 @@ struct NodeConfig {
   // request's `timeout_ms` may shorten it), and the bytes a sort may hold.
   absl::Duration operation_timeout = absl::Seconds(60);
   uint64_t max_sort_bytes = 32 << 20;
+  // Change subscriptions (SPEC W5): unsent bytes one may hold before it overflows, and how
+  // many may be open on the node and per user.
+  uint64_t subscription_buffer = 1 << 20;
+  int max_subscriptions = 1024;
+  int max_subscriptions_per_user = 128;
   SearchPriority search_priority = SearchPriority::kIdle;
   int search_cpus = 0;  // streamed searches computing at once (0: CPUs - 1; decision 134)
   absl::Duration idle_timeout = absl::Seconds(5);

@@ -17,6 +17,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -30,6 +31,7 @@
 #include "boost/beast/ssl.hpp"
 #include "common/status.h"
 #include "nlohmann/json.hpp"
+#include "node/subscription_wire.h"
 #include "spdlog/spdlog.h"
 
 namespace cairn::node::http_internal {
@@ -40,6 +42,7 @@ namespace http = beast::http;
 namespace net = boost::asio;
 
 constexpr char kJson[] = "application/json";
+constexpr char kEventStream[] = "text/event-stream";
 constexpr size_t kReadChunk = 8 << 10;
 // How long a worker that has just answered waits for the same client's next request before
 // handing the connection back to the I/O threads (ServeOnWorker).
@@ -134,7 +137,39 @@ void ReplyStream::Finish(absl::Status status) {
   if (wake) wake_();
 }
 
+size_t ReplyStream::Waiting() const {
+  absl::MutexLock lock(&mu_);
+  return cancelled_ ? 0 : queued_.size();
+}
+
+bool ReplyStream::Append(absl::string_view piece) {
+  bool wake = false;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = absl::Now();
+    if (!queued_.empty() && now - std::max(last_taken_, waiting_since_) >= stall_timeout_) {
+      cancelled_ = true;  // the connection has taken nothing for the stall timeout
+    }
+    if (cancelled_) return false;
+    if (piece.empty()) return true;
+    if (queued_.empty()) waiting_since_ = now;
+    queued_.append(piece.data(), piece.size());
+    if (!scheduled_) scheduled_ = wake = true;
+  }
+  if (wake) wake_();
+  return true;
+}
+
+void ReplyStream::WakeWhenTaken(std::function<void()> wake) {
+  absl::MutexLock lock(&mu_);
+  taken_wake_ = std::move(wake);
+}
+
 ReplyStream::Taken ReplyStream::Take() {
+  std::function<void()> taken_wake;
+  absl::Cleanup call_wake = [&taken_wake] {
+    if (taken_wake) taken_wake();  // after the lock below is released
+  };
   absl::MutexLock lock(&mu_);
   Taken t;
   if (queued_.size() <= kTakePiece) {
@@ -148,6 +183,7 @@ ReplyStream::Taken ReplyStream::Take() {
   if (!t.data.empty()) {
     last_taken_ = absl::Now();
     taken_in_window_ += t.data.size();
+    taken_wake.swap(taken_wake_);
   }
   if (t.data.empty() && !t.finished) scheduled_ = false;
   return t;
@@ -386,6 +422,9 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       }
       return serve_metrics();
     }
+    if (req.method() == http::verb::get && IsSubscribeTarget(target) && opt_.subscribe) {
+      return OnSubscribe(has_body);
+    }
     if (health_only_) {
       // Admitted into a slot kept for monitoring (HttpShared::Admission::kHealthOnly).
       return Refuse(Error(ErrorCode::kTooManyConnections,
@@ -397,7 +436,8 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       return Refuse(Error(ErrorCode::kBadRequest,
                           absl::StrCat("no such endpoint: ", Truncated(Sv(req.method_string()), 16),
                                        " ", Truncated(target, 200),
-                                       " (operations are POST /; also GET /health, GET /metrics)")),
+                                       " (operations are POST /; also GET /health, GET /metrics, "
+                                       "GET /subscribe/<database>/<table>)")),
                     has_body ? opt_.header_limit : 0, /*close=*/has_body);
     }
     if (shared_->draining.load()) {
@@ -415,6 +455,59 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       return;
     }
     AfterCredentials();
+  }
+
+  // A GET /subscribe/... (SPEC W1): credentials as for an operation, then the subscription is
+  // opened on a worker and its events streamed (BeginStream) until it ends.
+  void OnSubscribe(bool has_body) {
+    operation_ = "subscribe";
+    if (has_body) {
+      return Refuse(Error(ErrorCode::kBadRequest, "a GET request carries no body"),
+                    opt_.header_limit);
+    }
+    if (health_only_) {
+      return Refuse(Error(ErrorCode::kTooManyConnections,
+                          "too many connections (--max-connections): only /health and /metrics "
+                          "are answered"),
+                    0);
+    }
+    if (shared_->draining.load()) {
+      return Refuse(Error(ErrorCode::kShuttingDown, "the node is shutting down"), 0);
+    }
+    const auto& req = parser_->get();
+    if (!CheckCredentials(req[http::field::authorization], /*token_request=*/false,
+                          [this] { OpenSubscription(); })) {
+      return;
+    }
+    OpenSubscription();
+  }
+
+  void OpenSubscription() {
+    const auto& req = parser_->get();
+    // The stream holds the connection: while the subscription is idle no operation of the
+    // connection is pending to hold it (a search's producer thread holds it instead). The
+    // cycle ends with the stream: the connection drops its reply stream when it closes or the
+    // stream finishes, and the hub its sink when it ends or finds the connection gone.
+    auto rs = std::make_shared<ReplyStream>(
+        [self = Self()] { net::post(self->stream_.get_executor(), [self] { self->Pump(); }); },
+        opt_.write_timeout, absl::InfiniteFuture());
+    net::post(shared_->workers, [self = Self(), rs, target = std::string(Sv(req.target())),
+                                 last_id = std::string(Sv(req["Last-Event-ID"]))] {
+      absl::Status opened;
+      try {
+        opened = self->opt_.subscribe(target, last_id, self->caller_, rs);
+      } catch (const std::exception& e) {  // guarantee 7, as for an operation
+        self->Internal(e.what());  // logged and counted
+        opened = Error(ErrorCode::kInternal,
+                       "internal error: the subscription failed unexpectedly (the node's log "
+                       "has the details)");
+      }
+      net::post(self->stream_.get_executor(), [self, rs, opened] {
+        if (self->closed_) return rs->Cancel();
+        if (!opened.ok()) return self->Respond(ErrorReply(opened), false);
+        self->BeginStream(rs, nullptr, kEventStream);
+      });
+    });
   }
 
   // The rest of OnHeader for a `POST /` whose credentials are good: framing, then the body.
@@ -833,7 +926,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
         opt_.write_timeout, deadline->at());
     net::post(stream_.get_executor(), [self = Self(), rs, deadline, op = reply.operation] {
       self->operation_ = op;
-      self->BeginStream(rs, deadline);
+      self->BeginStream(rs, deadline, kJson);
     });
     shared_->running.fetch_add(1);
     net::post(shared_->streamers, [self = Self(), rs, deadline, op = reply.operation,
@@ -856,17 +949,23 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     });
   }
 
-  void BeginStream(std::shared_ptr<ReplyStream> rs, std::shared_ptr<Deadline> deadline) {
+  // `deadline`: the producer's (null: none, a subscription's).
+  void BeginStream(std::shared_ptr<ReplyStream> rs, std::shared_ptr<Deadline> deadline,
+                   absl::string_view content_type) {
     if (closed_) {
-      deadline->Cancel();
+      if (deadline != nullptr) deadline->Cancel();
       return rs->Cancel();
     }
     reply_stream_ = std::move(rs);
     stream_deadline_ = std::move(deadline);
     chunked_reply_ = !http10_;
     if (!chunked_reply_) keep_alive_ = false;  // HTTP/1.0: the answer ends with the connection
-    stream_head_ = Head(200, http10_, kJson, chunked_reply_ ? "\r\nTransfer-Encoding: chunked" : "",
-                        !keep_alive_ || shared_->draining.load(), "");
+    // Events are not to be cached, nor held back by a proxy's buffering.
+    const absl::string_view extra =
+        content_type == kEventStream ? "\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no" : "";
+    stream_head_ =
+        Head(200, http10_, content_type, chunked_reply_ ? "\r\nTransfer-Encoding: chunked" : "",
+             !keep_alive_ || shared_->draining.load(), extra);
     Pump();
   }
 

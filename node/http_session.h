@@ -25,6 +25,7 @@
 #include "common/cpu_slots.h"
 #include "common/deadline.h"
 #include "node/authenticator.h"
+#include "node/event_sink.h"
 #include "node/http_auth.h"
 #include "node/http_server.h"
 
@@ -154,7 +155,10 @@ void StartSession(std::shared_ptr<HttpShared> shared, boost::asio::ip::tcp::sock
 // kMinReadRate over a kRateWindow in which it had bytes waiting, or the deadline passed (so
 // the RocksDB snapshot a search holds goes with it). The connection takes at most kTakePiece
 // at a time, so "taken" follows the reader's pace and the rate decides, not one large write.
-class ReplyStream {
+// A change subscription writes through the EventSink side instead, which never blocks (the
+// subscription hub bounds what waits) and ends the stream once the connection took nothing for
+// the stall timeout while bytes waited.
+class ReplyStream : public EventSink {
  public:
   static constexpr size_t kMaxQueued = 256 << 10;
   static constexpr size_t kTakePiece = 64 << 10;
@@ -190,6 +194,12 @@ class ReplyStream {
   // The connection is gone: every Write from now on returns false.
   void Cancel() ABSL_LOCKS_EXCLUDED(mu_);
 
+  // EventSink (a subscription's producer side). Waiting() is 0 once cancelled.
+  size_t Waiting() const override ABSL_LOCKS_EXCLUDED(mu_);
+  bool Append(absl::string_view piece) override ABSL_LOCKS_EXCLUDED(mu_);
+  void WakeWhenTaken(std::function<void()> wake) override ABSL_LOCKS_EXCLUDED(mu_);
+  void End() override { Finish(absl::OkStatus()); }
+
  private:
   // Whether the reader kept up over the window that just ended (starts the next one).
   bool ReadFastEnough(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -207,6 +217,9 @@ class ReplyStream {
   absl::Time last_taken_ ABSL_GUARDED_BY(mu_) = absl::Now();
   absl::Time window_start_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   uint64_t taken_in_window_ ABSL_GUARDED_BY(mu_) = 0;
+  // Append's stall rule: since when bytes have waited (set when an Append finds none).
+  absl::Time waiting_since_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  std::function<void()> taken_wake_ ABSL_GUARDED_BY(mu_);  // WakeWhenTaken
 };
 
 }  // namespace cairn::node::http_internal

@@ -3,12 +3,15 @@
 // that carry the server's message.
 #include <sys/wait.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <future>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "cluster-tests/harness/cairnd_process.h"
 #include "tests/testing/testing.h"
 
@@ -237,6 +240,39 @@ TEST_F(CliTest, UsersRolesAndLogin) {
   r = Cli({"role", "drop", "reader"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Cli({"user", "add", "bob", "--role", "reader"}, "").exit_code, 2) << "no password";
+}
+
+// Issue 43: `cairn watch` prints a JSON line per event as it comes, and ends with the node's
+// `shutdown` (exit 0); a subscription the node refuses is exit 1 with its message.
+TEST_F(CliTest, WatchPrintsAJsonLinePerEventUntilTheStreamEnds) {
+  ASSERT_EQ(Cli({"op", R"({"operation":"create_table","database":"d","table":"t","primary_key":"id"})"})
+                .exit_code,
+            0);
+  ASSERT_EQ(Cli({"put", "d.t", R"({"id": 1, "v": "a"})"}).exit_code, 0);
+  CliResult refused = Cli({"watch", "d.nope"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.err, HasSubstr("TABLE_NOT_FOUND"));
+
+  std::future<CliResult> watch = std::async(std::launch::async, [&] { return Cli({"watch", "d.t"}); });
+  AssertEventually([&] { ASSERT_EQ(node_->Metric("cairn_subscriptions"), 1); });
+  EXPECT_EQ(node_->Post({{"operation", "upsert"}, {"database", "d"}, {"table", "t"},
+                         {"records", {{{"id", 2}, {"v", "b"}}}}}).status,
+            200);
+  AssertEventually([&] { ASSERT_THAT(ReadFile(dir_.Sub("out")), HasSubstr(R"("v":"b")")); });
+  EXPECT_EQ(node_->Stop(SIGTERM), 0);
+  CliResult r = watch.get();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::vector<json> lines;
+  for (absl::string_view line : absl::StrSplit(r.out, '\n', absl::SkipEmpty())) {
+    lines.push_back(json::parse(line));
+  }
+  ASSERT_EQ(lines.size(), 4u) << r.out;  // the row, caught_up, the change, shutdown
+  EXPECT_EQ(lines[0]["event"], "put");
+  EXPECT_EQ(lines[0]["record"]["v"], "a");
+  EXPECT_EQ(lines[1]["event"], "caught_up");
+  EXPECT_EQ(lines[2]["record"]["v"], "b");
+  EXPECT_EQ(lines[3]["event"], "shutdown");
+  EXPECT_EQ(lines[3]["cursor"], lines[2]["cursor"]);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "node/http_server.h"
 #include "node/metrics.h"
 #include "node/ops_api.h"
+#include "node/subscription_hub.h"
 #include "tests/node/raw_http.h"
 #include "tests/testing/testing.h"
 
@@ -392,6 +393,55 @@ TEST_F(FuzzTest, RequestsNeverCrashOrAnswer5xx) {
   ASSERT_TRUE(probe.Send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
   EXPECT_EQ(probe.Read().status, 200);
   server.Stop();
+}
+
+// Change subscriptions (issue 43): mutated targets of GET /subscribe/... and Last-Event-ID
+// headers open a subscription or are refused with a 4xx, never a crash or a 5xx; a stream
+// that opens is served until its sink leaves.
+TEST_F(FuzzTest, SubscribeTargetsNeverCrashOrAnswer5xx) {
+  const uint64_t seed = TestSeed();
+  Mutator m(seed);
+  ASSERT_EQ(
+      api_->Handle(R"({"operation":"create_table","database":"fuzz","table":"t","primary_key":"id"})")
+          .status,
+      200);
+  ASSERT_EQ(api_->Handle(R"({"operation":"upsert","database":"fuzz","table":"t",)"
+                         R"("records":[{"id":1,"a":"x"},{"id":"k","a":2}]})")
+                .status,
+            200);
+  node::SubscriptionOptions o;
+  o.max_subscriptions = 1 << 20;
+  o.max_per_user = 1 << 20;
+  node::SubscriptionHub hub(node_.get(), o);
+  // The cursor of the log's start, so some mutations are valid resumes.
+  const std::string cursor = catalog::FeedCursor{0, node_->log->log_id(), 0}.ToString();
+  const std::vector<std::string> corpus = {
+      "/subscribe/fuzz/t", "/subscribe/fuzz/t/1", "/subscribe/fuzz/t/%22k%22",
+      "/subscribe/fuzz/t?current=false&get_attributes=a,id",
+      "/subscribe/fuzz/t?since=" + cursor, "/subscribe/fuzz/t/k?get_attributes=*"};
+  struct Discard : node::EventSink {
+    size_t Waiting() const override { return 0; }
+    bool Append(absl::string_view) override { return appended++ < 3; }  // then it leaves
+    void WakeWhenTaken(std::function<void()>) override {}
+    void End() override {}
+    int appended = 0;
+  };
+  const uint64_t inputs = Inputs(30'000) / 10;
+  std::map<int, uint64_t> statuses;
+  for (uint64_t i = 0; i < inputs; ++i) {
+    const std::string target = m.MutateText(corpus[m.Below(corpus.size())]);
+    const std::string last_id = m.OneIn(4) ? m.MutateText(cursor) : "";
+    const absl::Status s =
+        hub.Subscribe(target, last_id, node::Caller::Internal(), std::make_shared<Discard>());
+    const int status = s.ok() ? 200 : node::ErrorReply(s).status;
+    ++statuses[status];
+    ASSERT_LT(status, 500) << "seed " << seed << " input " << i << ": " << absl::CHexEscape(target)
+                           << " / " << absl::CHexEscape(last_id) << " -> " << s;
+  }
+  std::string summary;
+  for (const auto& [status, n] : statuses) absl::StrAppend(&summary, " ", status, ":", n);
+  std::printf("%llu targets, answers by status:%s\n", static_cast<unsigned long long>(inputs),
+              summary.c_str());
 }
 
 }  // namespace

@@ -157,6 +157,57 @@ RawConnection::Response RawConnection::Read(absl::Duration timeout, bool head_on
   }
 }
 
+std::string RawConnection::ReadStreamed(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  std::string out;
+  for (;;) {
+    DecodeStreamed(&out);
+    if (!out.empty() || streamed_ended_) return out;
+    pollfd p{fd_, POLLIN, 0};
+    const int ms =
+        static_cast<int>(std::max<int64_t>(0, absl::ToInt64Milliseconds(deadline - absl::Now())));
+    if (poll(&p, 1, ms) <= 0) return out;  // nothing more within the time
+    char buf[16384];
+    const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
+    if (n <= 0) {
+      streamed_ended_ = true;  // closed or reset
+      return out;
+    }
+    buffer_.append(buf, static_cast<size_t>(n));
+  }
+}
+
+void RawConnection::DecodeStreamed(std::string* out) {
+  if (streamed_status_ == 0) {
+    const size_t end = buffer_.find("\r\n\r\n");
+    if (end == std::string::npos) return;
+    streamed_head_ = buffer_.substr(0, end);
+    streamed_status_ = std::atoi(streamed_head_.c_str() + 9);
+    streamed_chunked_ =
+        absl::StrContains(absl::AsciiStrToLower(streamed_head_), "transfer-encoding: chunked");
+    buffer_.erase(0, end + 4);
+  }
+  if (!streamed_chunked_) {
+    out->append(buffer_);
+    buffer_.clear();
+    return;
+  }
+  for (;;) {
+    const size_t eol = buffer_.find("\r\n");
+    uint64_t size = 0;
+    if (eol == std::string::npos || !absl::SimpleHexAtoi(buffer_.substr(0, eol), &size) ||
+        buffer_.size() < eol + 2 + size + 2) {
+      return;
+    }
+    out->append(buffer_, eol + 2, size);
+    buffer_.erase(0, eol + 2 + size + 2);
+    if (size == 0) {
+      streamed_ended_ = true;
+      return;
+    }
+  }
+}
+
 bool RawConnection::ClosedWithin(absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {

@@ -46,9 +46,25 @@ class RawConnection {
   // first are discarded.
   bool ClosedWithin(absl::Duration timeout);
 
+  // A streamed answer (Server-Sent Events) as it arrives: waits up to `timeout` for more, then
+  // returns the body bytes that came since the last call, de-chunked. The head is read first:
+  // streamed_status() and streamed_head() once it is in; streamed_ended() once the closing
+  // chunk came or the server closed.
+  std::string ReadStreamed(absl::Duration timeout);
+  int streamed_status() const { return streamed_status_; }
+  const std::string& streamed_head() const { return streamed_head_; }
+  bool streamed_ended() const { return streamed_ended_; }
+
  private:
+  // Moves the complete chunks (or, without chunking, everything) of buffer_ to `out`.
+  void DecodeStreamed(std::string* out);
+
   int fd_ = -1;
   std::string buffer_;
+  int streamed_status_ = 0;
+  std::string streamed_head_;
+  bool streamed_chunked_ = false;
+  bool streamed_ended_ = false;
 };
 
 // "Authorization: Basic ..." for admin:`password`, with its CRLF.

@@ -50,5 +50,34 @@ TEST(ReplyStreamTest, ACancelledStreamRefusesWrites) {
   EXPECT_FALSE(rs.Write("x"));
 }
 
+// The subscription side (EventSink, SPEC W5): an Append never waits, whatever waits already;
+// a Take wakes the hub once; a reader that took nothing for the stall timeout while bytes
+// waited is found gone; a cancelled stream shows nothing waiting.
+TEST(ReplyStreamTest, W5_AnAppendNeverWaitsAndAStalledReaderIsFoundGone) {
+  ReplyStream rs([] {}, absl::Milliseconds(300), absl::InfiniteFuture());
+  const std::string big(ReplyStream::kMaxQueued * 2, 'e');
+  ASSERT_TRUE(rs.Append(big));  // past kMaxQueued: Write would wait here
+  EXPECT_EQ(rs.Waiting(), big.size());
+  int woken = 0;
+  rs.WakeWhenTaken([&woken] { ++woken; });
+  rs.Take();
+  rs.Take();
+  EXPECT_EQ(woken, 1);
+  EXPECT_TRUE(rs.Append(""));  // taken a moment ago: not stalled
+  // Nothing taken for the stall timeout while bytes wait: gone.
+  testing::AssertEventually([&] { ASSERT_FALSE(rs.Append("")); });
+  EXPECT_EQ(rs.Waiting(), 0u);
+}
+
+// An idle stream (nothing waiting) is not stalled however long it was idle: the timeout runs
+// from when bytes start to wait.
+TEST(ReplyStreamTest, W5_AnIdleStreamIsNotStalled) {
+  ReplyStream rs([] {}, absl::Milliseconds(100), absl::InfiniteFuture());
+  // Idle for longer than the stall timeout (time passing, not an effect awaited).
+  absl::SleepFor(absl::Milliseconds(150));
+  EXPECT_TRUE(rs.Append("first"));
+  EXPECT_TRUE(rs.Append(""));
+}
+
 }  // namespace
 }  // namespace cairn::node::http_internal

@@ -1,0 +1,166 @@
+// Change subscriptions over HTTP on a real cairnd (SPEC W1, W5, W6, U4): GET /subscribe/...
+// as Server-Sent Events, read off a raw socket. The hub's rules in-process are
+// tests/node/subscription_hub_test.cc.
+#include <signal.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "cluster-tests/harness/cairnd_process.h"
+#include "tests/node/raw_http.h"
+#include "tests/node/sse.h"
+#include "tests/testing/testing.h"
+
+namespace cairn::testing {
+namespace {
+
+using ::cairn::harness::CairndOptions;
+using ::cairn::harness::CairndProcess;
+using ::cairn::harness::HttpAnswer;
+using nlohmann::json;
+
+class SubscribeTest : public ::testing::Test {
+ protected:
+  void StartNode(std::vector<std::string> args = {}) {
+    CairndOptions o;
+    o.data_dir = dir_.Sub("n1");
+    o.args = std::move(args);
+    auto node = CairndProcess::Start(o);
+    ASSERT_OK(node);
+    node_ = std::move(*node);
+    Ok({{"operation", "create_table"}, {"database", "d"}, {"table", "t"}, {"primary_key", "id"}});
+  }
+  json Ok(const json& op) {
+    HttpAnswer a = node_->Post(op);
+    EXPECT_EQ(a.status, 200) << op.dump() << " -> " << a.body;
+    return a.json;
+  }
+  void Insert(json records) {
+    Ok({{"operation", "upsert"}, {"database", "d"}, {"table", "t"}, {"records", std::move(records)}});
+  }
+  // A GET of `target` on a new connection; its answer is read with Next or ReadStreamed.
+  std::unique_ptr<RawConnection> Get(const std::string& target, const std::string& auth = BasicAuthLine(),
+                                     const std::string& extra = "") {
+    auto c = std::make_unique<RawConnection>(node_->port());
+    EXPECT_TRUE(c->ok());
+    EXPECT_TRUE(c->Send(absl::StrCat("GET ", target, " HTTP/1.1\r\nHost: cairn\r\n", auth, extra, "\r\n")));
+    return c;
+  }
+  // Reads `c`'s events until one named `name` (or 30 s, or the end of the stream).
+  std::vector<SseEvent> ReadUntil(RawConnection* c, const std::string& name) {
+    std::vector<SseEvent> events;
+    std::string text;
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (absl::Now() < deadline && (events.empty() || events.back().name != name)) {
+      text += c->ReadStreamed(absl::Seconds(1));
+      for (SseEvent& e : TakeSseEvents(&text)) events.push_back(std::move(e));
+      if (c->streamed_ended()) break;
+    }
+    EXPECT_FALSE(events.empty()) << c->streamed_head() << "\n" << text;
+    if (!events.empty()) {
+      EXPECT_EQ(events.back().name, name);
+    }
+    return events;
+  }
+  static std::string UserAuthLine(const std::string& user) {
+    return "Authorization: Basic " + absl::Base64Escape(user + ":pw-" + user) + "\r\n";
+  }
+
+  TempDir dir_;
+  std::unique_ptr<CairndProcess> node_;
+};
+
+// W1, W2: the state, then a write's change, as Server-Sent Events on the ops port.
+TEST_F(SubscribeTest, W1_ASubscriberGetsTheStateThenEachWriteAsServerSentEvents) {
+  StartNode();
+  Insert(json::array({{{"id", 1}, {"v", "a"}}}));
+  auto c = Get("/subscribe/d/t");
+  std::vector<SseEvent> state = ReadUntil(c.get(), "caught_up");
+  EXPECT_EQ(c->streamed_status(), 200);
+  EXPECT_THAT(c->streamed_head(), ::testing::HasSubstr("Content-Type: text/event-stream"));
+  ASSERT_EQ(state.size(), 2u);
+  EXPECT_EQ(state[0].data["record"]["v"], "a");
+
+  Insert(json::array({{{"id", 2}, {"v", "b"}}}));
+  Ok({{"operation", "delete"}, {"database", "d"}, {"table", "t"}, {"ids", {1}}});
+  std::vector<SseEvent> changes = ReadUntil(c.get(), "delete");
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_EQ(changes[0].data["record"]["v"], "b");
+  EXPECT_EQ(changes[0].data["origin"], node_->options().name);
+  EXPECT_EQ(changes[1].data["id"], 1);
+
+  // W4: Last-Event-ID, as a browser's EventSource sends it, resumes after that event.
+  auto resumed = Get("/subscribe/d/t", BasicAuthLine(), "Last-Event-ID: " + changes[0].id + "\r\n");
+  std::vector<SseEvent> again = ReadUntil(resumed.get(), "delete");
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].data["id"], 1);
+}
+
+TEST_F(SubscribeTest, W1_ASubscriptionIsRefusedWithAPlainErrorBeforeAnyEvent) {
+  StartNode();
+  RawConnection::Response r = Get("/subscribe/d/t", "")->Read();
+  EXPECT_EQ(r.status, 401);
+  r = Get("/subscribe/d/nope")->Read();
+  EXPECT_EQ(r.status, 404) << r.body;
+  r = Get("/subscribe/d/t?since=garbage")->Read();
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_THAT(r.body, ::testing::HasSubstr("since"));
+}
+
+// U4: the role's read permission filters the attributes, and no read permission is a 403.
+TEST_F(SubscribeTest, W1_U4_TheRolesReadPermissionFiltersTheEvents) {
+  StartNode();
+  Insert(json::array({{{"id", 1}, {"v", "a"}, {"secret", "s"}}}));  // the attributes exist
+  const json attributes = json::array(
+      {{{"attribute_name", "secret"}, {"read", false}, {"insert", false}, {"update", false}},
+       {{"attribute_name", "v"}, {"read", true}, {"insert", false}, {"update", false}}});
+  const json reads = {{"read", true}, {"insert", false}, {"update", false}, {"delete", false},
+                      {"attribute_permissions", attributes}};
+  Ok({{"operation", "add_role"}, {"role", "reader"}, {"permission", {{"d", {{"tables", {{"t", reads}}}}}}}});
+  json none = reads;
+  none["read"] = false;
+  none["attribute_permissions"] = json::array();
+  Ok({{"operation", "add_role"}, {"role", "blind"}, {"permission", {{"d", {{"tables", {{"t", none}}}}}}}});
+  for (const char* user : {"ann", "bob"}) {
+    Ok({{"operation", "add_user"}, {"username", user}, {"password", std::string("pw-") + user},
+        {"role", std::string(user) == "ann" ? "reader" : "blind"}, {"active", true}});
+  }
+  auto c = Get("/subscribe/d/t", UserAuthLine("ann"));
+  std::vector<SseEvent> state = ReadUntil(c.get(), "caught_up");
+  ASSERT_EQ(state.size(), 2u);
+  EXPECT_EQ(state[0].data["record"]["v"], "a");
+  EXPECT_FALSE(state[0].data["record"].contains("secret")) << state[0].data.dump();
+  RawConnection::Response r = Get("/subscribe/d/t", UserAuthLine("bob"))->Read();
+  EXPECT_EQ(r.status, 403) << r.body;
+}
+
+// W5: --max-subscriptions is a flag of cairnd; past it a subscription is 503.
+TEST_F(SubscribeTest, W5_MaxSubscriptionsRefusesTheExcess) {
+  StartNode({"--max-subscriptions", "1"});
+  auto first = Get("/subscribe/d/t");
+  ReadUntil(first.get(), "caught_up");
+  RawConnection::Response r = Get("/subscribe/d/t")->Read();
+  EXPECT_EQ(r.status, 503);
+  EXPECT_THAT(r.body, ::testing::HasSubstr("TOO_MANY_SUBSCRIPTIONS"));
+  EXPECT_EQ(node_->Metric("cairn_subscriptions"), 1);
+  EXPECT_EQ(node_->Metric("cairn_subscriptions_refused_total"), 1);
+}
+
+// W6: a stopping node ends each stream with `event: shutdown` and the cursor to resume from.
+TEST_F(SubscribeTest, W6_AStoppingNodeSendsShutdownWithTheCursor) {
+  StartNode();
+  auto c = Get("/subscribe/d/t?current=false");
+  Insert(json::array({{{"id", 1}}}));
+  std::vector<SseEvent> events = ReadUntil(c.get(), "put");
+  EXPECT_EQ(node_->Stop(SIGTERM), 0);
+  std::vector<SseEvent> last = ReadUntil(c.get(), "shutdown");
+  ASSERT_FALSE(last.empty());
+  EXPECT_EQ(last.back().data["cursor"], events.back().id);
+}
+
+}  // namespace
+}  // namespace cairn::testing
