@@ -147,6 +147,7 @@ absl::StatusOr<FeedEnd> ChangeFeed::ReadState(const std::function<void(FeedEvent
     if (GetErrorCode(s) == ErrorCode::kTableDropping) return dropped();
     CAIRN_RETURN_IF_ERROR(s);
     state_after_.assign(it->key().data(), it->key().size());
+    ++rows;  // tombstones too: a read's work is bounded by rows visited, not rows sent
     StoredRecord rec;
     FeedEvent event;
     if (!rec.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) ||
@@ -158,7 +159,6 @@ absl::StatusOr<FeedEnd> ChangeFeed::ReadState(const std::function<void(FeedEvent
     event.version = rec.version();
     event.origin = rec.origin();
     event.cursor = position();
-    ++rows;
     visit(std::move(event));
   }
   CAIRN_RETURN_IF_ERROR(internal::IteratorStatus(*it));

@@ -90,8 +90,9 @@ class ChangeFeed {
   static absl::StatusOr<std::unique_ptr<ChangeFeed>> Open(LocalNode* node, FeedOptions options);
 
   // The state of W2, before any Next: each live row (or the record) at the snapshot, as a put
-  // event whose cursor is the feed's start, at most `max_rows` rows a call, in key order; the
-  // next call goes on after the last. Visits nothing when Open took no snapshot. A drop of the
+  // event whose cursor is the feed's start, in key order, reading at most `max_rows` stored
+  // rows (deleted ones included) a call; the next call goes on after the last. Visits nothing
+  // when Open took no snapshot. A drop of the
   // table cancels it (C9): returns kDropped. The snapshot is released once StateDone().
   absl::StatusOr<FeedEnd> ReadState(const std::function<void(FeedEvent)>& visit,
                                     size_t max_rows = std::numeric_limits<size_t>::max());

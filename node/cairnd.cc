@@ -20,6 +20,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/debugging/failure_signal_handler.h"
 #include "absl/debugging/symbolize.h"
 #include "absl/strings/escaping.h"
@@ -486,6 +487,11 @@ int Run(const NodeConfig& config) {
     return subscriptions.Subscribe(target, last_event_id, caller, std::move(sink));
   };
   HttpServer http(&api, &metrics, http_options);
+  // On every way out (an early failure included), subscriptions end while the server that
+  // sends them still runs: the hub's last writes wake its connections.
+  absl::Cleanup end_subscriptions = [&subscriptions] {
+    subscriptions.Shutdown(absl::ZeroDuration());
+  };
   absl::StatusOr<HostPort> ops = http.Start();
   if (!ops.ok()) return fail("operations API", ops.status());
 

@@ -143,21 +143,28 @@ size_t ReplyStream::Waiting() const {
 }
 
 bool ReplyStream::Append(absl::string_view piece) {
-  bool wake = false;
+  bool wake = false, ok = true;
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = absl::Now();
-    if (!queued_.empty() && now - std::max(last_taken_, waiting_since_) >= stall_timeout_) {
-      cancelled_ = true;  // the connection has taken nothing for the stall timeout
+    if (!cancelled_ && !queued_.empty() &&
+        now - std::max(last_taken_, waiting_since_) >= stall_timeout_) {
+      // The connection has taken nothing for the stall timeout: the answer ends cut, and the
+      // connection closes once its write in flight ends (or times out).
+      cancelled_ = finished_ = true;
+      status_ = Error(ErrorCode::kRequestTimeout, "the client took nothing for the write timeout");
+      if (!scheduled_) scheduled_ = wake = true;
     }
-    if (cancelled_) return false;
-    if (piece.empty()) return true;
-    if (queued_.empty()) waiting_since_ = now;
-    queued_.append(piece.data(), piece.size());
-    if (!scheduled_) scheduled_ = wake = true;
+    if (cancelled_) {
+      ok = false;
+    } else if (!piece.empty()) {
+      if (queued_.empty()) waiting_since_ = now;
+      queued_.append(piece.data(), piece.size());
+      if (!scheduled_) scheduled_ = wake = true;
+    }
   }
   if (wake) wake_();
-  return true;
+  return ok;
 }
 
 void ReplyStream::WakeWhenTaken(std::function<void()> wake) {

@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/clock.h"
@@ -54,22 +55,12 @@ absl::StatusOr<std::string> Decode(absl::string_view text, bool plus_is_space) {
   return out;
 }
 
-// A JSON integer as written (no sign but '-', no leading zero, at most 18 digits): the key is
-// that number.
-bool IsIntegerText(absl::string_view s) {
-  absl::string_view digits = absl::StripPrefix(s, "-");
-  if (digits.empty() || digits.size() > 18 || (digits.size() > 1 && digits[0] == '0')) {
-    return false;
-  }
-  for (char c : digits) {
-    if (!absl::ascii_isdigit(c)) return false;
-  }
-  return true;
-}
-
 absl::StatusOr<json> ParseId(const std::string& text) {
   if (text.empty()) return BadRequest("the record id in the path is empty", text);
-  if (IsIntegerText(text)) return json::parse(text, nullptr, /*allow_exceptions=*/false);
+  // A signed 64-bit integer written as JSON writes it (no '+', no leading zero): that number,
+  // as the CLI reads a key argument.
+  int64_t n = 0;
+  if (absl::SimpleAtoi(text, &n) && absl::StrCat(n) == text) return json(n);
   if (text.front() != '"') return json(text);
   json quoted = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!quoted.is_string()) return BadRequest("the quoted record id is not a JSON string", text);
@@ -147,12 +138,14 @@ absl::StatusOr<catalog::FeedOptions> ParseSubscribeTarget(absl::string_view targ
 std::string SseChange(const catalog::FeedEvent& event, bool state) {
   const bool put = event.op == catalog::FeedEvent::Op::kPut;
   const std::string cursor = event.cursor.ToString();
-  const json data = {{"op", put ? "put" : "delete"},
-                     {"id", event.id},
-                     {"record", put ? event.record : json(nullptr)},
-                     {"__updatedtime__", HybridClock::PhysicalMs(event.version)},
-                     {"origin", event.origin},
-                     {"cursor", cursor}};
+  json data = {{"op", put ? "put" : "delete"},
+               {"id", event.id},
+               {"record", put ? event.record : json(nullptr)},
+               {"__updatedtime__", HybridClock::PhysicalMs(event.version)},
+               {"origin", event.origin}};
+  // A state row offers no cursor at all: resuming from the snapshot's would skip the rows
+  // not sent yet.
+  if (!state) data["cursor"] = cursor;
   return absl::StrCat(state ? "" : absl::StrCat("id: ", cursor, "\n"),
                       "event: ", put ? "put" : "delete", "\ndata: ",
                       data.dump(-1, ' ', false, json::error_handler_t::replace), "\n\n");

@@ -6,13 +6,14 @@
 // The events (each ends with a blank line):
 //   id: <cursor>                      (changes and caught_up; not the state's rows)
 //   event: put | delete
-//   data: {"op", "id", "record", "__updatedtime__", "origin", "cursor"}
+//   data: {"op", "id", "record", "__updatedtime__", "origin", "cursor"}  (no cursor in state rows)
 //
 //   event: caught_up                  (after the state: what follows are changes)
 //   event: resync_required | dropped | overflow | shutdown | error   (the last event)
 //   : keepalive                       (a comment, while nothing else is sent)
-// A state row carries no `id:` line: a browser reconnecting mid-state (Last-Event-ID) would
-// otherwise resume after the snapshot and miss the rows not yet sent.
+// A state row carries no `id:` line and no "cursor": a client resuming mid-state from one
+// (Last-Event-ID, `cairn watch --since`) would resume after the snapshot and miss the rows not
+// yet sent.
 #pragma once
 
 #include <string>
@@ -28,7 +29,8 @@ namespace cairn::node {
 bool IsSubscribeTarget(absl::string_view target);
 
 // The feed a target asks for. Path segments and query values are percent-decoded. The id
-// segment is a number when it is written as a JSON integer (`/t/42`), a string otherwise; a
+// segment is a number when it is a signed 64-bit integer as JSON writes it (`/t/42`), a
+// string otherwise; a
 // string of digits is written quoted (`/t/%2242%22`). Query: `since=<cursor>` (W4),
 // `current=true|false`, `get_attributes=a,b`; any other parameter, or one given twice, is
 // BAD_REQUEST. `last_event_id` (the Last-Event-ID header, empty: none) resumes as `since` does;

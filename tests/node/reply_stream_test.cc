@@ -64,9 +64,14 @@ TEST(ReplyStreamTest, W5_AnAppendNeverWaitsAndAStalledReaderIsFoundGone) {
   rs.Take();
   EXPECT_EQ(woken, 1);
   EXPECT_TRUE(rs.Append(""));  // taken a moment ago: not stalled
-  // Nothing taken for the stall timeout while bytes wait: gone.
+  // Nothing taken for the stall timeout while bytes wait: gone, and the connection is told the
+  // answer ends cut (else it would hold the stream open with nothing more to come).
   testing::AssertEventually([&] { ASSERT_FALSE(rs.Append("")); });
   EXPECT_EQ(rs.Waiting(), 0u);
+  ReplyStream::Taken t;
+  for (int i = 0; i < 100 && !t.finished; ++i) t = rs.Take();
+  EXPECT_TRUE(t.finished);
+  EXPECT_FALSE(t.status.ok());
 }
 
 // An idle stream (nothing waiting) is not stalled however long it was idle: the timeout runs

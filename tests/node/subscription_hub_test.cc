@@ -149,6 +149,7 @@ TEST_F(SubscriptionHubTest, W2_TheStateThenCaughtUpThenEachChange) {
   ASSERT_EQ(events.size(), 5u);
   EXPECT_EQ(events[0].name, "put");
   EXPECT_EQ(events[0].id, "");  // a state row offers no cursor to resume from
+  EXPECT_FALSE(events[0].data.contains("cursor"));
   EXPECT_EQ(events[0].data["record"]["v"], "a");
   EXPECT_EQ(events[2].name, "caught_up");
   EXPECT_EQ(events[2].id, events[2].data["cursor"]);

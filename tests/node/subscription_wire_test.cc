@@ -35,6 +35,15 @@ TEST(SubscriptionWireTest, W1_APathNamesTheTableOrOneRecord) {
   o = ParseSubscribeTarget("/subscribe/db/t/-7", "");
   ASSERT_OK(o);
   EXPECT_EQ(*o->id, json(-7));
+  o = ParseSubscribeTarget("/subscribe/db/t/9223372036854775807", "");
+  ASSERT_OK(o);
+  EXPECT_EQ(*o->id, json(INT64_MAX));
+  o = ParseSubscribeTarget("/subscribe/db/t/9223372036854775808", "");  // past int64
+  ASSERT_OK(o);
+  EXPECT_EQ(*o->id, json("9223372036854775808"));
+  o = ParseSubscribeTarget("/subscribe/db/t/+7", "");
+  ASSERT_OK(o);
+  EXPECT_EQ(*o->id, json("+7"));
   o = ParseSubscribeTarget("/subscribe/db/t/007", "");
   ASSERT_OK(o);
   EXPECT_EQ(*o->id, json("007"));
@@ -107,6 +116,7 @@ TEST(SubscriptionWireTest, W2_AnEventCarriesEverythingAndAStateRowNoId) {
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].name, "delete");
   EXPECT_EQ(events[0].id, "");
+  EXPECT_FALSE(events[0].data.contains("cursor"));  // a state row offers no cursor at all
   EXPECT_TRUE(events[0].data["record"].is_null());
 
   text = SseEnd("overflow", {{"cursor", kCursor}});
