@@ -230,7 +230,8 @@ TEST_F(SubscriptionHubTest, W4_AResumeTheLogNoLongerCoversIsResyncRequired) {
   auto resumed = Subscribe("/subscribe/db/t?since=" + cursor);
   ReadUntil(resumed.get(), "resync_required");
   EXPECT_TRUE(resumed->ended());
-  EXPECT_EQ(hub_->resyncs(), 1u);
+  // `first` may end so too: the trim can take the second entry before the hub sent it.
+  EXPECT_GE(hub_->resyncs(), 1u);
 }
 
 // W6: a drop of the table ends its subscriptions with `dropped` (C9), an idle one included.
