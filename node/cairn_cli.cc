@@ -396,7 +396,8 @@ int Main(int argc, char** argv) {
   auto* watch = app.add_subcommand(
       "watch",
       "follow a table's (or a record's) changes: the current rows, `caught_up`, then each\n"
-      "  change, one JSON line per event ({\"event\": \"put\", \"id\", \"record\", \"cursor\", ...}).\n"
+      "  change, one JSON line per event ({\"event\": \"put\", \"id\", \"record\", \"cursor\", "
+      "...}).\n"
       "  Resume with --since CURSOR (the last cursor printed; the current rows have none) on the\n"
       "  same node. Exits 0 after\n"
       "  `shutdown` or `dropped`, 1 after `overflow`, `resync_required` or `error`");

@@ -504,7 +504,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       try {
         opened = self->opt_.subscribe(target, last_id, self->caller_, rs);
       } catch (const std::exception& e) {  // guarantee 7, as for an operation
-        self->Internal(e.what());  // logged and counted
+        self->Internal(e.what());          // logged and counted
         opened = Error(ErrorCode::kInternal,
                        "internal error: the subscription failed unexpectedly (the node's log "
                        "has the details)");

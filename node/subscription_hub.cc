@@ -88,9 +88,10 @@ absl::Status SubscriptionHub::Reserve(const std::string& user) {
                     absl::StrCat("too many subscriptions on this node (--max-subscriptions ",
                                  options_.max_subscriptions, ")"));
   } else if (mine >= options_.max_per_user) {
-    refused = Error(ErrorCode::kTooManySubscriptions,
-                    absl::StrCat("too many subscriptions of this user (--max-subscriptions-per-user ",
-                                 options_.max_per_user, ")"));
+    refused =
+        Error(ErrorCode::kTooManySubscriptions,
+              absl::StrCat("too many subscriptions of this user (--max-subscriptions-per-user ",
+                           options_.max_per_user, ")"));
   }
   if (!refused.ok()) {
     if (mine == 0) per_user_.erase(user);
@@ -259,8 +260,9 @@ SubscriptionHub::Round SubscriptionHub::End(Subscription& s, absl::string_view n
 
 SubscriptionHub::Round SubscriptionHub::EndWithError(Subscription& s, const absl::Status& error) {
   spdlog::warn("a change subscription ended with an error: {}", error.ToString());
-  return End(s, "error",
-             {{"error", std::string(error.message())}, {"code", ErrorCodeName(GetErrorCode(error))}});
+  return End(
+      s, "error",
+      {{"error", std::string(error.message())}, {"code", ErrorCodeName(GetErrorCode(error))}});
 }
 
 void SubscriptionHub::Shutdown(absl::Duration flush) {

@@ -88,7 +88,8 @@ absl::Status ParsePath(absl::string_view path, catalog::FeedOptions* o) {
 absl::Status ParseQuery(absl::string_view query, catalog::FeedOptions* o) {
   bool seen_since = false, seen_current = false, seen_attributes = false;
   for (absl::string_view part : absl::StrSplit(query, '&', absl::SkipEmpty())) {
-    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(part, absl::MaxSplits('=', 1));
+    std::pair<absl::string_view, absl::string_view> kv =
+        absl::StrSplit(part, absl::MaxSplits('=', 1));
     CAIRN_ASSIGN_OR_RETURN(std::string key, Decode(kv.first, true));
     CAIRN_ASSIGN_OR_RETURN(std::string value, Decode(kv.second, true));
     bool* seen = key == "since"            ? &seen_since
@@ -122,7 +123,7 @@ bool IsSubscribeTarget(absl::string_view target) {
 }
 
 absl::StatusOr<catalog::FeedOptions> ParseSubscribeTarget(absl::string_view target,
-                                                         absl::string_view last_event_id) {
+                                                          absl::string_view last_event_id) {
   catalog::FeedOptions o;
   const size_t q = target.find('?');
   absl::string_view path = target.substr(0, q);
@@ -146,20 +147,21 @@ std::string SseChange(const catalog::FeedEvent& event, bool state) {
   // A state row offers no cursor at all: resuming from the snapshot's would skip the rows
   // not sent yet.
   if (!state) data["cursor"] = cursor;
-  return absl::StrCat(state ? "" : absl::StrCat("id: ", cursor, "\n"),
-                      "event: ", put ? "put" : "delete", "\ndata: ",
-                      data.dump(-1, ' ', false, json::error_handler_t::replace), "\n\n");
+  return absl::StrCat(
+      state ? "" : absl::StrCat("id: ", cursor, "\n"), "event: ", put ? "put" : "delete",
+      "\ndata: ", data.dump(-1, ' ', false, json::error_handler_t::replace), "\n\n");
 }
 
 std::string SseCaughtUp(const catalog::FeedCursor& position) {
   const std::string cursor = position.ToString();
-  return absl::StrCat("id: ", cursor, "\nevent: caught_up\ndata: ",
-                      json{{"cursor", cursor}}.dump(), "\n\n");
+  return absl::StrCat("id: ", cursor, "\nevent: caught_up\ndata: ", json{{"cursor", cursor}}.dump(),
+                      "\n\n");
 }
 
 std::string SseEnd(absl::string_view name, const json& data) {
-  return absl::StrCat("event: ", name, "\ndata: ",
-                      data.dump(-1, ' ', false, json::error_handler_t::replace), "\n\n");
+  return absl::StrCat("event: ", name,
+                      "\ndata: ", data.dump(-1, ' ', false, json::error_handler_t::replace),
+                      "\n\n");
 }
 
 }  // namespace cairn::node

@@ -36,7 +36,7 @@ bool IsSubscribeTarget(absl::string_view target);
 // BAD_REQUEST. `last_event_id` (the Last-Event-ID header, empty: none) resumes as `since` does;
 // `since` wins.
 absl::StatusOr<catalog::FeedOptions> ParseSubscribeTarget(absl::string_view target,
-                                                         absl::string_view last_event_id);
+                                                          absl::string_view last_event_id);
 
 // One change, or one row of the state (`state`: no id line).
 std::string SseChange(const catalog::FeedEvent& event, bool state);

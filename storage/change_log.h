@@ -235,9 +235,9 @@ class ChangeLog {
   void PublishHorizon() ABSL_LOCKS_EXCLUDED(mu_);
 
   Engine* const engine_;
-  uint64_t log_id_ = 0;      // set by Recover
+  uint64_t log_id_ = 0;                    // set by Recover
   std::vector<CommitListener> listeners_;  // added before concurrent use
-  absl::Mutex trim_mu_;      // one Trim at a time
+  absl::Mutex trim_mu_;                    // one Trim at a time
   absl::Mutex mu_;
   // Never erased: Reservations hold raw pointers.
   absl::flat_hash_map<std::string, std::unique_ptr<Sequencer>> dbs_ ABSL_GUARDED_BY(mu_);

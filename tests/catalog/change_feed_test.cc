@@ -125,7 +125,8 @@ TEST_F(ChangeFeedTest, W2_AStateReadInPiecesIsTheSnapshotsRowsOnce) {
     ASSERT_OK(end);
     ASSERT_EQ(*end, FeedEnd::kNone);
     // Between the pieces: a row before the state's place, one after it, and a new one.
-    Put(json::array({{{"id", 0}, {"v", "new"}}, {{"id", 6}, {"v", "new"}}, {{"id", 100 + pieces}}}));
+    Put(json::array(
+        {{{"id", 0}, {"v", "new"}}, {{"id", 6}, {"v", "new"}}, {{"id", 100 + pieces}}}));
   }
   EXPECT_EQ(pieces, 4);  // 2 + 2 + 2 + 1 rows
   ASSERT_EQ(state.size(), 7u);

@@ -245,18 +245,25 @@ TEST_F(CliTest, UsersRolesAndLogin) {
 // Issue 43: `cairn watch` prints a JSON line per event as it comes, and ends with the node's
 // `shutdown` (exit 0); a subscription the node refuses is exit 1 with its message.
 TEST_F(CliTest, WatchPrintsAJsonLinePerEventUntilTheStreamEnds) {
-  ASSERT_EQ(Cli({"op", R"({"operation":"create_table","database":"d","table":"t","primary_key":"id"})"})
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      Cli({"op", R"({"operation":"create_table","database":"d","table":"t","primary_key":"id"})"})
+          .exit_code,
+      0);
   ASSERT_EQ(Cli({"put", "d.t", R"({"id": 1, "v": "a"})"}).exit_code, 0);
   CliResult refused = Cli({"watch", "d.nope"});
   EXPECT_EQ(refused.exit_code, 1);
   EXPECT_THAT(refused.err, HasSubstr("TABLE_NOT_FOUND"));
 
-  std::future<CliResult> watch = std::async(std::launch::async, [&] { return Cli({"watch", "d.t"}); });
+  std::future<CliResult> watch = std::async(std::launch::async, [&] {
+    return Cli({"watch", "d.t"});
+  });
   AssertEventually([&] { ASSERT_EQ(node_->Metric("cairn_subscriptions"), 1); });
-  EXPECT_EQ(node_->Post({{"operation", "upsert"}, {"database", "d"}, {"table", "t"},
-                         {"records", {{{"id", 2}, {"v", "b"}}}}}).status,
+  EXPECT_EQ(node_
+                ->Post({{"operation", "upsert"},
+                        {"database", "d"},
+                        {"table", "t"},
+                        {"records", {{{"id", 2}, {"v", "b"}}}}})
+                .status,
             200);
   AssertEventually([&] { ASSERT_THAT(ReadFile(dir_.Sub("out")), HasSubstr(R"("v":"b")")); });
   EXPECT_EQ(node_->Stop(SIGTERM), 0);

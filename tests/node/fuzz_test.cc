@@ -402,7 +402,8 @@ TEST_F(FuzzTest, SubscribeTargetsNeverCrashOrAnswer5xx) {
   const uint64_t seed = TestSeed();
   Mutator m(seed);
   ASSERT_EQ(
-      api_->Handle(R"({"operation":"create_table","database":"fuzz","table":"t","primary_key":"id"})")
+      api_->Handle(
+              R"({"operation":"create_table","database":"fuzz","table":"t","primary_key":"id"})")
           .status,
       200);
   ASSERT_EQ(api_->Handle(R"({"operation":"upsert","database":"fuzz","table":"t",)"
@@ -415,10 +416,12 @@ TEST_F(FuzzTest, SubscribeTargetsNeverCrashOrAnswer5xx) {
   node::SubscriptionHub hub(node_.get(), o);
   // The cursor of the log's start, so some mutations are valid resumes.
   const std::string cursor = catalog::FeedCursor{0, node_->log->log_id(), 0}.ToString();
-  const std::vector<std::string> corpus = {
-      "/subscribe/fuzz/t", "/subscribe/fuzz/t/1", "/subscribe/fuzz/t/%22k%22",
-      "/subscribe/fuzz/t?current=false&get_attributes=a,id",
-      "/subscribe/fuzz/t?since=" + cursor, "/subscribe/fuzz/t/k?get_attributes=*"};
+  const std::vector<std::string> corpus = {"/subscribe/fuzz/t",
+                                           "/subscribe/fuzz/t/1",
+                                           "/subscribe/fuzz/t/%22k%22",
+                                           "/subscribe/fuzz/t?current=false&get_attributes=a,id",
+                                           "/subscribe/fuzz/t?since=" + cursor,
+                                           "/subscribe/fuzz/t/k?get_attributes=*"};
   struct Discard : node::EventSink {
     size_t Waiting() const override { return 0; }
     bool Append(absl::string_view) override { return appended++ < 3; }  // then it leaves

@@ -13,8 +13,8 @@ namespace cairn::testing {
 
 struct SseEvent {
   std::string name = "message";
-  std::string id;        // empty: the event had no id line
-  nlohmann::json data;   // parsed; discarded when not JSON
+  std::string id;       // empty: the event had no id line
+  nlohmann::json data;  // parsed; discarded when not JSON
 };
 
 // The complete events at the front of `*text`, removed from it; a partial one stays. Comment

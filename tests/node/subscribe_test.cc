@@ -40,14 +40,19 @@ class SubscribeTest : public ::testing::Test {
     return a.json;
   }
   void Insert(json records) {
-    Ok({{"operation", "upsert"}, {"database", "d"}, {"table", "t"}, {"records", std::move(records)}});
+    Ok({{"operation", "upsert"},
+        {"database", "d"},
+        {"table", "t"},
+        {"records", std::move(records)}});
   }
   // A GET of `target` on a new connection; its answer is read with Next or ReadStreamed.
-  std::unique_ptr<RawConnection> Get(const std::string& target, const std::string& auth = BasicAuthLine(),
+  std::unique_ptr<RawConnection> Get(const std::string& target,
+                                     const std::string& auth = BasicAuthLine(),
                                      const std::string& extra = "") {
     auto c = std::make_unique<RawConnection>(node_->port());
     EXPECT_TRUE(c->ok());
-    EXPECT_TRUE(c->Send(absl::StrCat("GET ", target, " HTTP/1.1\r\nHost: cairn\r\n", auth, extra, "\r\n")));
+    EXPECT_TRUE(
+        c->Send(absl::StrCat("GET ", target, " HTTP/1.1\r\nHost: cairn\r\n", auth, extra, "\r\n")));
     return c;
   }
   // Reads `c`'s events until one named `name` (or 30 s, or the end of the stream).
@@ -118,16 +123,26 @@ TEST_F(SubscribeTest, W1_U4_TheRolesReadPermissionFiltersTheEvents) {
   const json attributes = json::array(
       {{{"attribute_name", "secret"}, {"read", false}, {"insert", false}, {"update", false}},
        {{"attribute_name", "v"}, {"read", true}, {"insert", false}, {"update", false}}});
-  const json reads = {{"read", true}, {"insert", false}, {"update", false}, {"delete", false},
+  const json reads = {{"read", true},
+                      {"insert", false},
+                      {"update", false},
+                      {"delete", false},
                       {"attribute_permissions", attributes}};
-  Ok({{"operation", "add_role"}, {"role", "reader"}, {"permission", {{"d", {{"tables", {{"t", reads}}}}}}}});
+  Ok({{"operation", "add_role"},
+      {"role", "reader"},
+      {"permission", {{"d", {{"tables", {{"t", reads}}}}}}}});
   json none = reads;
   none["read"] = false;
   none["attribute_permissions"] = json::array();
-  Ok({{"operation", "add_role"}, {"role", "blind"}, {"permission", {{"d", {{"tables", {{"t", none}}}}}}}});
+  Ok({{"operation", "add_role"},
+      {"role", "blind"},
+      {"permission", {{"d", {{"tables", {{"t", none}}}}}}}});
   for (const char* user : {"ann", "bob"}) {
-    Ok({{"operation", "add_user"}, {"username", user}, {"password", std::string("pw-") + user},
-        {"role", std::string(user) == "ann" ? "reader" : "blind"}, {"active", true}});
+    Ok({{"operation", "add_user"},
+        {"username", user},
+        {"password", std::string("pw-") + user},
+        {"role", std::string(user) == "ann" ? "reader" : "blind"},
+        {"active", true}});
   }
   auto c = Get("/subscribe/d/t", UserAuthLine("ann"));
   std::vector<SseEvent> state = ReadUntil(c.get(), "caught_up");

@@ -191,7 +191,8 @@ TEST_F(SubscriptionHubTest, W5_ASubscriberPastItsBufferOverflowsAndResumesWithou
   uint64_t written = 0;
   for (int batch = 0; batch < 20 && !slow->ended(); ++batch) {
     json rows = json::array();
-    for (int i = 0; i < 10; ++i) rows.push_back({{"id", batch * 10 + i}, {"v", std::string(50, 'y')}});
+    for (int i = 0; i < 10; ++i)
+      rows.push_back({{"id", batch * 10 + i}, {"v", std::string(50, 'y')}});
     Put(rows);
     written += rows.size();
     testing::AssertEventually(
@@ -277,7 +278,8 @@ TEST_F(SubscriptionHubTest, W5_TheNodesCapRefusesTheExcessAndAGoneConnectionFree
   first->Leave();  // found gone at its next write: a tick's check at the latest
   Put(json::array({{{"id", 1}}}));
   testing::AssertEventually([&] { ASSERT_EQ(hub_->open(), 0); });
-  EXPECT_OK(hub_->Subscribe("/subscribe/db/t", "", Caller::Internal(), std::make_shared<FakeSink>()));
+  EXPECT_OK(
+      hub_->Subscribe("/subscribe/db/t", "", Caller::Internal(), std::make_shared<FakeSink>()));
 }
 
 // W5: the per-user cap counts each user apart.
