@@ -483,8 +483,8 @@ int Run(const NodeConfig& config) {
   http_options.tls_key_file = config.ops_tls_key_file;
   http_options.subscribe = [&subscriptions](absl::string_view target,
                                             absl::string_view last_event_id, const Caller& caller,
-                                            std::shared_ptr<EventSink> sink) {
-    return subscriptions.Subscribe(target, last_event_id, caller, std::move(sink));
+                                            std::shared_ptr<EventSink> sink, EventFraming framing) {
+    return subscriptions.Subscribe(target, last_event_id, caller, std::move(sink), framing);
   };
   HttpServer http(&api, &metrics, http_options);
   // On every way out (an early failure included), subscriptions end while the server that

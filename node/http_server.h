@@ -1,8 +1,8 @@
 // HttpServer: the operations API over HTTP/1.1, on Boost.Beast over Asio, built for a hostile
 // network (docs/design/0008-front-doors.md). `POST /` runs an operation, `GET /health` and
 // `GET /metrics` answer without credentials (unless --metrics-require-auth), and
-// `GET /subscribe/...` streams a table's changes as Server-Sent Events (SPEC §8, with
-// credentials; HttpServerOptions::subscribe).
+// `GET /subscribe/...` streams a table's changes as Server-Sent Events, or over WebSocket when
+// the request asks for the upgrade (SPEC §8, with credentials; HttpServerOptions::subscribe).
 //
 // What it guarantees, whatever a client sends (each is a test in tests/node/front_door_test.cc):
 //  1. Threads do not grow with connections: `io_threads` run every socket (an idle or slow
@@ -56,6 +56,7 @@
 #include "node/http_auth.h"
 #include "node/metrics.h"
 #include "node/ops_api.h"
+#include "node/subscription_wire.h"
 
 namespace cairn::node {
 
@@ -85,11 +86,13 @@ struct HttpServerOptions {
   // HTTPS when both are set: PEM files of the certificate chain and its key.
   std::string tls_cert_file, tls_key_file;
   // GET /subscribe/... (SPEC §8): opens a change subscription, given the request's target, its
-  // Last-Event-ID header, who sent it, and the stream its events go to. OK: the events flow
-  // into `sink` (its first bytes written already); else the error is the answer. Runs on a
-  // worker. Null: the endpoint is not served.
+  // Last-Event-ID header, who sent it, the stream its events go to, and their framing (a
+  // WebSocket upgrade asks for kWebSocket). OK: the events flow into `sink` (its first bytes
+  // written already); else the error is the answer. Runs on a worker. Null: the endpoint is
+  // not served.
   std::function<absl::Status(absl::string_view target, absl::string_view last_event_id,
-                             const Caller& caller, std::shared_ptr<EventSink> sink)>
+                             const Caller& caller, std::shared_ptr<EventSink> sink,
+                             EventFraming framing)>
       subscribe;
 };
 

@@ -29,8 +29,10 @@
 #include "boost/beast/core.hpp"
 #include "boost/beast/http.hpp"
 #include "boost/beast/ssl.hpp"
+#include "boost/beast/websocket/rfc6455.hpp"
 #include "common/status.h"
 #include "nlohmann/json.hpp"
+#include "node/http_websocket.h"
 #include "node/subscription_wire.h"
 #include "spdlog/spdlog.h"
 
@@ -272,7 +274,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
 
   ~Session() override {
     shared_->Unregister(this);
-    shared_->Release(client_, waiting_since_ns.load() == kEvicted);
+    if (!handed_over_) shared_->Release(client_, waiting_since_ns.load() == kEvicted);
   }
 
   // Starts on the connection's own strand (the caller runs on the acceptor's), so that a
@@ -491,30 +493,58 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
 
   void OpenSubscription() {
     const auto& req = parser_->get();
+    const bool websocket = beast::websocket::is_upgrade(req);
     // The stream holds the connection: while the subscription is idle no operation of the
     // connection is pending to hold it (a search's producer thread holds it instead). The
-    // cycle ends with the stream: the connection drops its reply stream when it closes or the
-    // stream finishes, and the hub its sink when it ends or finds the connection gone.
+    // cycle ends with the stream: the connection drops its reply stream and clears `pump`
+    // when it closes or the stream finishes, and the hub drops its sink when it ends or finds
+    // the connection gone. `pump` moves to a WebSocket session with the connection.
+    auto pump = std::make_shared<std::function<void()>>([self = Self()] { self->Pump(); });
     auto rs = std::make_shared<ReplyStream>(
-        [self = Self()] { net::post(self->stream_.get_executor(), [self] { self->Pump(); }); },
+        [executor = stream_.get_executor(), pump] {
+          net::post(executor, [pump] {
+            if (*pump) (*pump)();
+          });
+        },
         opt_.write_timeout, absl::InfiniteFuture());
-    net::post(shared_->workers, [self = Self(), rs, target = std::string(Sv(req.target())),
+    pump_ = pump;
+    net::post(shared_->workers, [self = Self(), rs, websocket,
+                                 target = std::string(Sv(req.target())),
                                  last_id = std::string(Sv(req["Last-Event-ID"]))] {
       absl::Status opened;
       try {
-        opened = self->opt_.subscribe(target, last_id, self->caller_, rs);
+        opened = self->opt_.subscribe(target, last_id, self->caller_, rs,
+                                      websocket ? EventFraming::kWebSocket : EventFraming::kSse);
       } catch (const std::exception& e) {  // guarantee 7, as for an operation
         self->Internal(e.what());          // logged and counted
         opened = Error(ErrorCode::kInternal,
                        "internal error: the subscription failed unexpectedly (the node's log "
                        "has the details)");
       }
-      net::post(self->stream_.get_executor(), [self, rs, opened] {
+      net::post(self->stream_.get_executor(), [self, rs, opened, websocket] {
         if (self->closed_) return rs->Cancel();
-        if (!opened.ok()) return self->Respond(ErrorReply(opened), false);
+        if (!opened.ok()) {
+          self->DropPump();
+          return self->Respond(ErrorReply(opened), false);
+        }
+        if (websocket) return self->HandOverToWebSocket(rs);
         self->BeginStream(rs, nullptr, kEventStream);
       });
     });
+  }
+
+  // The subscription opened for an upgrade: the connection, its admission and the stream's
+  // wake-ups go to a WebSocket session (node/http_websocket.h); this session ends with
+  // nothing of the connection left (closed_: a Cancel or an Evict of it does nothing).
+  void HandOverToWebSocket(std::shared_ptr<ReplyStream> rs) {
+    closed_ = true;
+    handed_over_ = true;
+    shared_->Unregister(this);
+    StrandPump pump = std::move(pump_);
+    *pump = nullptr;  // the WebSocket session points it at itself
+    StartWebSocket(shared_, std::move(stream_), parser_->release(), std::move(rs), std::move(pump),
+                   client_, start_);
+    start_ = absl::InfinitePast();  // recorded by the WebSocket session
   }
 
   // The rest of OnHeader for a `POST /` whose credentials are good: framing, then the body.
@@ -1015,6 +1045,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
 
   void FinishStream(bool complete) {
     reply_stream_.reset();
+    DropPump();
     stream_deadline_.reset();
     Record();
     if (!complete || !keep_alive_) return CloseNow();  // a cut answer: the client must see it
@@ -1133,6 +1164,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     closed_ = true;
     if (reply_stream_ != nullptr) reply_stream_->Cancel();
     reply_stream_.reset();
+    DropPump();
     if (stream_deadline_ != nullptr) stream_deadline_->Cancel();  // a producer finding nothing
     stream_deadline_.reset();
     timer_.cancel();
@@ -1165,6 +1197,16 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   bool anonymous_reserved_ = false;
   bool closed_ = false;   // the socket is closed; nothing more starts
   bool writing_ = false;  // a streamed answer's write is in flight
+
+  // A subscription's wake-up target (http_websocket.h), which holds this session: cleared when
+  // its stream ends or the connection closes.
+  void DropPump() {
+    if (pump_ == nullptr) return;
+    *pump_ = nullptr;
+    pump_.reset();
+  }
+  StrandPump pump_;
+  bool handed_over_ = false;  // the connection went to a WebSocket session
 
   // A streamed answer, and the deadline its producer checks (cancelled when the connection
   // closes).

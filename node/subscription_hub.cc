@@ -43,7 +43,8 @@ SubscriptionHub::~SubscriptionHub() {
 }
 
 absl::Status SubscriptionHub::Subscribe(absl::string_view target, absl::string_view last_event_id,
-                                        const Caller& caller, std::shared_ptr<EventSink> sink) {
+                                        const Caller& caller, std::shared_ptr<EventSink> sink,
+                                        EventFraming framing) {
   // A request without credentials may only ask for tokens; a refresh token only refreshes.
   if (caller.kind == Caller::Kind::kAnonymous) return Error(ErrorCode::kUnauthorized, "Must login");
   if (caller.kind == Caller::Kind::kRefreshToken) {
@@ -54,10 +55,11 @@ absl::Status SubscriptionHub::Subscribe(absl::string_view target, absl::string_v
   auto s = std::make_shared<Subscription>();
   s->user = user;
   s->sink = std::move(sink);
+  s->framing = framing;
   absl::StatusOr<std::unique_ptr<catalog::ChangeFeed>> feed =
       OpenFeed(target, last_event_id, caller, &s->in_state);
   absl::Status status = feed.status();
-  if (status.ok() && !s->sink->Append(kSseOpened)) {
+  if (status.ok() && !s->sink->Append(OpenedBytes(framing))) {
     status = Error(ErrorCode::kRequestTimeout, "the client left");
   }
   if (status.ok()) {
@@ -179,7 +181,7 @@ SubscriptionHub::Round SubscriptionHub::Serve(Subscription& s, absl::Time tick) 
   // A tick: a keepalive to a quiet connection; a stalled one is found gone (EventSink).
   const bool quiet = s.sink->Waiting() == 0;
   if (quiet && tick - s.last_write < options_.keepalive) return r;
-  return Write(s, quiet ? kSseKeepalive : "") ? r : Round::kEnded;
+  return Write(s, quiet ? KeepaliveBytes(s.framing) : "") ? r : Round::kEnded;
 }
 
 SubscriptionHub::Round SubscriptionHub::ServeState(Subscription& s) {
@@ -188,7 +190,7 @@ SubscriptionHub::Round SubscriptionHub::ServeState(Subscription& s) {
     bool gone = false;
     absl::StatusOr<FeedEnd> end = s.feed->ReadState(
         [&](FeedEvent e) {
-          if (gone || !Write(s, SseChange(e, /*state=*/true))) {
+          if (gone || !Write(s, ChangeEvent(s.framing, e, /*state=*/true))) {
             gone = true;
             return;
           }
@@ -201,7 +203,7 @@ SubscriptionHub::Round SubscriptionHub::ServeState(Subscription& s) {
   }
   if (!s.feed->StateDone()) return Round::kMore;
   s.in_state = false;
-  return Write(s, SseCaughtUp(s.feed->position())) ? Round::kMore : Round::kEnded;
+  return Write(s, CaughtUpEvent(s.framing, s.feed->position())) ? Round::kMore : Round::kEnded;
 }
 
 SubscriptionHub::Round SubscriptionHub::ServeChanges(Subscription& s) {
@@ -219,7 +221,7 @@ SubscriptionHub::Round SubscriptionHub::ServeChanges(Subscription& s) {
       return End(s, "overflow", {{"cursor", before.ToString()}});
     }
     for (const FeedEvent& e : events) {
-      if (!Write(s, SseChange(e, /*state=*/false))) return Round::kEnded;
+      if (!Write(s, ChangeEvent(s.framing, e, /*state=*/false))) return Round::kEnded;
       ++events_;
     }
     if (*end == FeedEnd::kResyncRequired) {
@@ -252,7 +254,7 @@ bool SubscriptionHub::Write(Subscription& s, absl::string_view piece) {
 
 SubscriptionHub::Round SubscriptionHub::End(Subscription& s, absl::string_view name,
                                             const json& data) {
-  Write(s, SseEnd(name, data));
+  Write(s, EndEvent(s.framing, name, data));
   s.sink->WakeWhenTaken(nullptr);
   s.sink->End();
   return Round::kEnded;

@@ -44,6 +44,7 @@
 #include "node/audit.h"
 #include "node/authenticator.h"
 #include "node/event_sink.h"
+#include "node/subscription_wire.h"
 
 namespace cairn::node {
 
@@ -73,12 +74,12 @@ class SubscriptionHub {
   // Opens the subscription a `GET target` asks for (subscription_wire.h), with the request's
   // Last-Event-ID header, for `caller`, whose role must be able to read the table (U4; the
   // attributes it cannot read are left out of every event). OK: the hub now writes its events
-  // into `sink`, which already holds its first bytes. Else nothing was written: BAD_REQUEST,
-  // TABLE_NOT_FOUND, FORBIDDEN, UNAUTHORIZED (a refresh token), TOO_MANY_SUBSCRIPTIONS (503),
-  // SHUTTING_DOWN.
+  // into `sink` in `framing`, which already holds its first bytes (if the framing has any). Else
+  // nothing was written: BAD_REQUEST, TABLE_NOT_FOUND, FORBIDDEN, UNAUTHORIZED (a refresh token),
+  // TOO_MANY_SUBSCRIPTIONS (503), SHUTTING_DOWN.
   absl::Status Subscribe(absl::string_view target, absl::string_view last_event_id,
-                         const Caller& caller, std::shared_ptr<EventSink> sink)
-      ABSL_LOCKS_EXCLUDED(mu_);
+                         const Caller& caller, std::shared_ptr<EventSink> sink,
+                         EventFraming framing = EventFraming::kSse) ABSL_LOCKS_EXCLUDED(mu_);
 
   // W6: ends every subscription with `event: shutdown` and its cursor, then waits up to
   // `flush` for their connections to take what waits. Later subscriptions are refused.
@@ -95,6 +96,7 @@ class SubscriptionHub {
   struct Subscription {
     std::unique_ptr<catalog::ChangeFeed> feed;
     std::shared_ptr<EventSink> sink;
+    EventFraming framing = EventFraming::kSse;
     std::string user;
     bool in_state = false;  // the state (W2) is being sent; `caught_up` follows it
     absl::Time last_write;  // for the keepalive

@@ -115,6 +115,19 @@ absl::Status ParseQuery(absl::string_view query, catalog::FeedOptions* o) {
   return absl::OkStatus();
 }
 
+// One event in `framing`: its `name`, the `id` line (empty: none) and its `data`. Values are
+// a client's and a peer's: invalid UTF-8 is written replaced, never thrown on. The JSON of a
+// WebSocket event is one line (dump escapes every control character in strings).
+std::string Framed(EventFraming framing, absl::string_view name, absl::string_view id, json data) {
+  if (framing == EventFraming::kWebSocket) {
+    data["event"] = name;
+    return absl::StrCat(data.dump(-1, ' ', false, json::error_handler_t::replace), "\n");
+  }
+  return absl::StrCat(id.empty() ? "" : absl::StrCat("id: ", id, "\n"), "event: ", name,
+                      "\ndata: ", data.dump(-1, ' ', false, json::error_handler_t::replace),
+                      "\n\n");
+}
+
 }  // namespace
 
 bool IsSubscribeTarget(absl::string_view target) {
@@ -136,9 +149,8 @@ absl::StatusOr<catalog::FeedOptions> ParseSubscribeTarget(absl::string_view targ
   return o;
 }
 
-std::string SseChange(const catalog::FeedEvent& event, bool state) {
+std::string ChangeEvent(EventFraming framing, const catalog::FeedEvent& event, bool state) {
   const bool put = event.op == catalog::FeedEvent::Op::kPut;
-  const std::string cursor = event.cursor.ToString();
   json data = {{"op", put ? "put" : "delete"},
                {"id", event.id},
                {"record", put ? event.record : json(nullptr)},
@@ -146,22 +158,27 @@ std::string SseChange(const catalog::FeedEvent& event, bool state) {
                {"origin", event.origin}};
   // A state row offers no cursor at all: resuming from the snapshot's would skip the rows
   // not sent yet.
-  if (!state) data["cursor"] = cursor;
-  return absl::StrCat(
-      state ? "" : absl::StrCat("id: ", cursor, "\n"), "event: ", put ? "put" : "delete",
-      "\ndata: ", data.dump(-1, ' ', false, json::error_handler_t::replace), "\n\n");
+  if (state) return Framed(framing, put ? "put" : "delete", "", std::move(data));
+  std::string cursor = event.cursor.ToString();
+  data["cursor"] = cursor;
+  return Framed(framing, put ? "put" : "delete", cursor, std::move(data));
 }
 
-std::string SseCaughtUp(const catalog::FeedCursor& position) {
-  const std::string cursor = position.ToString();
-  return absl::StrCat("id: ", cursor, "\nevent: caught_up\ndata: ", json{{"cursor", cursor}}.dump(),
-                      "\n\n");
+std::string CaughtUpEvent(EventFraming framing, const catalog::FeedCursor& position) {
+  std::string cursor = position.ToString();
+  return Framed(framing, "caught_up", cursor, json{{"cursor", cursor}});
 }
 
-std::string SseEnd(absl::string_view name, const json& data) {
-  return absl::StrCat("event: ", name,
-                      "\ndata: ", data.dump(-1, ' ', false, json::error_handler_t::replace),
-                      "\n\n");
+std::string EndEvent(EventFraming framing, absl::string_view name, const json& data) {
+  return Framed(framing, name, "", data);
+}
+
+absl::string_view OpenedBytes(EventFraming framing) {
+  return framing == EventFraming::kSse ? ": subscribed\n\n" : "";
+}
+
+absl::string_view KeepaliveBytes(EventFraming framing) {
+  return framing == EventFraming::kSse ? ": keepalive\n\n" : "";
 }
 
 }  // namespace cairn::node

@@ -11,6 +11,7 @@
 //   event: caught_up                  (after the state: what follows are changes)
 //   event: resync_required | dropped | overflow | shutdown | error   (the last event)
 //   : keepalive                       (a comment, while nothing else is sent)
+// Over WebSocket the same events are JSON text messages (EventFraming::kWebSocket).
 // A state row carries no `id:` line and no "cursor": a client resuming mid-state from one
 // (Last-Event-ID, `cairn watch --since`) would resume after the snapshot and miss the rows not
 // yet sent.
@@ -38,14 +39,24 @@ bool IsSubscribeTarget(absl::string_view target);
 absl::StatusOr<catalog::FeedOptions> ParseSubscribeTarget(absl::string_view target,
                                                           absl::string_view last_event_id);
 
-// One change, or one row of the state (`state`: no id line).
-std::string SseChange(const catalog::FeedEvent& event, bool state);
-// The state is all sent; `position` is where the changes start.
-std::string SseCaughtUp(const catalog::FeedCursor& position);
-// An event that ends the stream: `name` with `data` as its JSON.
-std::string SseEnd(absl::string_view name, const nlohmann::json& data);
+// How a subscription's events are written on its connection (decision 140).
+enum class EventFraming {
+  // text/event-stream, the format above.
+  kSse,
+  // WebSocket: each event is one line of JSON, the SSE event's data with its name added as
+  // "event" ({"event":"put","op":"put","id":...,"cursor":...}); the connection sends each line
+  // as one text message. No opening or keepalive bytes: the connection's pings keep it alive.
+  kWebSocket,
+};
 
-inline constexpr absl::string_view kSseOpened = ": subscribed\n\n";
-inline constexpr absl::string_view kSseKeepalive = ": keepalive\n\n";
+// One change, or one row of the state (`state`: no id line, no cursor).
+std::string ChangeEvent(EventFraming framing, const catalog::FeedEvent& event, bool state);
+// The state is all sent; `position` is where the changes start.
+std::string CaughtUpEvent(EventFraming framing, const catalog::FeedCursor& position);
+// An event that ends the stream: `name` with `data` (an object) as its JSON.
+std::string EndEvent(EventFraming framing, absl::string_view name, const nlohmann::json& data);
+// The first bytes of an opened subscription, and what an idle one is sent now and then.
+absl::string_view OpenedBytes(EventFraming framing);
+absl::string_view KeepaliveBytes(EventFraming framing);
 
 }  // namespace cairn::node

@@ -283,6 +283,38 @@ class Mutator {
     return request;
   }
 
+  // What a WebSocket client might send after the upgrade (RFC 6455 §5.2): a few frames of any
+  // opcode, masked or not, with lengths in each of the three encodings (true or not), then
+  // sometimes mutated as text.
+  std::string WebSocketFrames() {
+    std::string out;
+    for (size_t n = 1 + Below(4); n > 0; --n) {
+      const uint8_t opcode =
+          OneIn(4) ? static_cast<uint8_t>(Below(16))
+                   : std::vector<uint8_t>{0x0, 0x1, 0x2, 0x8, 0x9, 0xA}[Below(6)];  // cont..pong
+      const std::string payload(Below(OneIn(8) ? 70'000 : 200), static_cast<char>(rng_()));
+      out.push_back(static_cast<char>((OneIn(8) ? 0 : 0x80) | (OneIn(16) ? 0x70 : 0) | opcode));
+      const bool masked = !OneIn(8);
+      uint64_t length = OneIn(10) ? rng_() : payload.size();
+      const char mask_bit = masked ? static_cast<char>(0x80) : 0;
+      if (length < 126 && !OneIn(10)) {
+        out.push_back(static_cast<char>(mask_bit | static_cast<char>(length)));
+      } else if (length < 65536 && !OneIn(10)) {
+        out.push_back(static_cast<char>(mask_bit | 126));
+        for (int shift : {8, 0}) out.push_back(static_cast<char>(length >> shift));
+      } else {
+        out.push_back(static_cast<char>(mask_bit | 127));
+        for (int shift = 56; shift >= 0; shift -= 8)
+          out.push_back(static_cast<char>(length >> shift));
+      }
+      if (masked) {
+        for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(rng_()));
+      }
+      out += payload;
+    }
+    return OneIn(8) ? MutateText(out) : out;
+  }
+
  private:
   std::mt19937_64 rng_;
 };
@@ -445,6 +477,68 @@ TEST_F(FuzzTest, SubscribeTargetsNeverCrashOrAnswer5xx) {
   for (const auto& [status, n] : statuses) absl::StrAppend(&summary, " ", status, ":", n);
   std::printf("%llu targets, answers by status:%s\n", static_cast<unsigned long long>(inputs),
               summary.c_str());
+}
+
+// Change subscriptions over WebSocket (decision 140): after a good upgrade, mutated frames of
+// every kind. Each connection ends (the node closes it, at the latest when this client stops
+// sending), nothing crashes, every subscription is released, and the server still serves.
+TEST_F(FuzzTest, WebSocketFramesNeverCrashOrHoldASubscription) {
+  const uint64_t seed = TestSeed();
+  Mutator m(seed);
+  ASSERT_EQ(
+      api_->Handle(
+              R"({"operation":"create_table","database":"fuzz","table":"t","primary_key":"id"})")
+          .status,
+      200);
+  node::SubscriptionOptions so;
+  so.max_subscriptions = 1 << 20;
+  so.max_per_user = 1 << 20;
+  node::SubscriptionHub hub(node_.get(), so);
+  node::Metrics metrics;
+  node::HttpServerOptions options;
+  options.node_name = "fuzz";
+  options.listen = {"127.0.0.1", 0};
+  options.authenticator = auth_.get();
+  options.worker_threads = 4;
+  options.subscribe = [&hub](absl::string_view target, absl::string_view last_event_id,
+                             const node::Caller& caller, std::shared_ptr<node::EventSink> sink,
+                             node::EventFraming framing) {
+    return hub.Subscribe(target, last_event_id, caller, std::move(sink), framing);
+  };
+  node::HttpServer server(api_.get(), &metrics, options);
+  auto bound = server.Start();
+  ASSERT_OK(bound);
+  const std::string upgrade = absl::StrCat(
+      "GET /subscribe/fuzz/t HTTP/1.1\r\nHost: fuzz\r\nUpgrade: websocket\r\n"
+      "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n",
+      BasicAuthLine("fuzz-pass"), "\r\n");
+  const uint64_t inputs = Inputs(30'000) / 60;
+  for (uint64_t i = 0; i < inputs; ++i) {
+    const std::string frames = m.WebSocketFrames();
+    RawConnection c(bound->port, absl::StrCat("127.2.", (i / 250) % 250, ".", 1 + i % 250));
+    ASSERT_TRUE(c.ok()) << "input " << i;
+    c.Send(upgrade + frames);
+    c.ShutdownWrite();
+    ASSERT_TRUE(c.ClosedWithin(absl::Seconds(15)))
+        << "seed " << seed << " input " << i << ": " << absl::CHexEscape(frames);
+  }
+  // Every subscription ends with its connection.
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (hub.open() > 0 && absl::Now() < deadline) {
+    RawConnection probe(bound->port);
+    probe.Send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+    probe.Read();  // a round trip, so the loop waits on the node rather than spins
+  }
+  EXPECT_EQ(hub.open(), 0);
+  // The frames reached an open WebSocket: every upgrade was answered 101.
+  EXPECT_THAT(metrics.RenderPrometheus(),
+              ::testing::HasSubstr(absl::StrCat(
+                  "cairn_requests_total{operation=\"subscribe\",status=\"101\"} ", inputs)));
+  RawConnection probe(bound->port);
+  ASSERT_TRUE(probe.Send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(probe.Read().status, 200);
+  server.Stop();
 }
 
 }  // namespace

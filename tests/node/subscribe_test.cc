@@ -1,6 +1,6 @@
 // Change subscriptions over HTTP on a real cairnd (SPEC W1, W5, W6, U4): GET /subscribe/...
-// as Server-Sent Events, read off a raw socket. The hub's rules in-process are
-// tests/node/subscription_hub_test.cc.
+// as Server-Sent Events, read off a raw socket, and over WebSocket (decision 140). The hub's rules
+// in-process are tests/node/subscription_hub_test.cc.
 #include <signal.h>
 
 #include <memory>
@@ -13,6 +13,7 @@
 #include "cluster-tests/harness/cairnd_process.h"
 #include "tests/node/raw_http.h"
 #include "tests/node/sse.h"
+#include "tests/node/ws_client.h"
 #include "tests/testing/testing.h"
 
 namespace cairn::testing {
@@ -70,6 +71,9 @@ class SubscribeTest : public ::testing::Test {
       EXPECT_EQ(events.back().name, name);
     }
     return events;
+  }
+  static std::string AdminAuthorization() {
+    return "Basic " + absl::Base64Escape("admin:test-password");
   }
   static std::string UserAuthLine(const std::string& user) {
     return "Authorization: Basic " + absl::Base64Escape(user + ":pw-" + user) + "\r\n";
@@ -175,6 +179,74 @@ TEST_F(SubscribeTest, W6_AStoppingNodeSendsShutdownWithTheCursor) {
   std::vector<SseEvent> last = ReadUntil(c.get(), "shutdown");
   ASSERT_FALSE(last.empty());
   EXPECT_EQ(last.back().data["cursor"], events.back().id);
+}
+
+// W1 over WebSocket: the same path upgraded carries the same events, one JSON text message
+// each, named by "event"; the last event (here `dropped`, W6) is followed by a normal close.
+TEST_F(SubscribeTest, W1_AWebSocketSubscriberGetsTheSameEventsAsMessages) {
+  StartNode();
+  Insert(json::array({{{"id", 1}, {"v", "a"}}}));
+  WsSubscriber ws(node_->port(), "/subscribe/d/t", AdminAuthorization());
+  ASSERT_TRUE(ws.ok());
+  std::vector<json> state = ws.ReadUntil("caught_up");
+  ASSERT_EQ(state.size(), 2u);
+  EXPECT_EQ(state[0]["event"], "put");
+  EXPECT_EQ(state[0]["record"]["v"], "a");
+  EXPECT_FALSE(state[0].contains("cursor"));
+  EXPECT_EQ(state[1]["event"], "caught_up");
+
+  Insert(json::array({{{"id", 2}, {"v", "b"}}}));
+  std::optional<json> change = ws.Next();
+  ASSERT_TRUE(change.has_value());
+  EXPECT_EQ((*change)["event"], "put");
+  EXPECT_EQ((*change)["record"]["v"], "b");
+  EXPECT_TRUE((*change)["cursor"].is_string());
+
+  Ok({{"operation", "drop_table"}, {"database", "d"}, {"table", "t"}});
+  std::vector<json> last = ws.ReadUntil("dropped");
+  ASSERT_FALSE(last.empty());
+  EXPECT_EQ(last.back()["event"], "dropped");
+  EXPECT_FALSE(ws.Next().has_value());
+  EXPECT_EQ(ws.close_code(), 1000);
+  EXPECT_EQ(node_->Metric("cairn_subscriptions"), 0);
+}
+
+// An upgrade that cannot open its subscription is answered as plain HTTP, never upgraded.
+TEST_F(SubscribeTest, W1_AWebSocketUpgradeIsRefusedWithAPlainErrorFirst) {
+  StartNode();
+  const std::string upgrade =
+      "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n";
+  RawConnection::Response r = Get("/subscribe/d/t", "", upgrade)->Read();
+  EXPECT_EQ(r.status, 401);
+  r = Get("/subscribe/d/nope", BasicAuthLine(), upgrade)->Read();
+  EXPECT_EQ(r.status, 404) << r.body;
+  EXPECT_THAT(r.body, ::testing::HasSubstr("nope"));
+  EXPECT_FALSE(WsSubscriber(node_->port(), "/subscribe/d/t", "").ok());
+  EXPECT_TRUE(WsSubscriber(node_->port(), "/subscribe/d/t", AdminAuthorization()).ok());
+}
+
+// W5 over WebSocket: a subscriber that reads nothing does not make the node hold its events:
+// the connection takes from the subscription only what it has sent, so the hub sees the
+// subscriber fall behind and ends it with `overflow` and the cursor to resume from.
+TEST_F(SubscribeTest, W5_AWebSocketSubscriberThatDoesNotReadOverflows) {
+  StartNode({"--subscription-buffer", "65536"});
+  WsSubscriber ws(node_->port(), "/subscribe/d/t?current=false", AdminAuthorization());
+  ASSERT_TRUE(ws.ok());
+  // More than the socket buffers of both ends hold (a few MiB on loopback) and the buffer.
+  const std::string value(64 << 10, 'x');
+  for (int i = 0; i < 256 && node_->Metric("cairn_subscription_overflows_total") == 0; ++i) {
+    json batch = json::array();
+    for (int j = 0; j < 4; ++j) batch.push_back({{"id", i * 4 + j}, {"v", value}});
+    Insert(std::move(batch));
+  }
+  ASSERT_EQ(node_->Metric("cairn_subscription_overflows_total"), 1);
+  std::vector<json> events = ws.ReadUntil("overflow");
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back()["event"], "overflow");
+  EXPECT_TRUE(events.back()["cursor"].is_string());
+  // Each change before it came in order, none skipped: ids 0, 1, 2, ...
+  for (size_t i = 0; i + 1 < events.size(); ++i) EXPECT_EQ(events[i]["id"], i);
 }
 
 }  // namespace

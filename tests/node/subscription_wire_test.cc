@@ -97,7 +97,7 @@ TEST(SubscriptionWireTest, W2_AnEventCarriesEverythingAndAStateRowNoId) {
   e.version = HybridClock::Make(1'700'000'000'000, 3);
   e.origin = "n1";
   e.cursor = *catalog::FeedCursor::Parse(kCursor);
-  std::string text = SseChange(e, /*state=*/false);
+  std::string text = ChangeEvent(EventFraming::kSse, e, /*state=*/false);
   std::vector<testing::SseEvent> events = testing::TakeSseEvents(&text);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_TRUE(text.empty());
@@ -111,7 +111,7 @@ TEST(SubscriptionWireTest, W2_AnEventCarriesEverythingAndAStateRowNoId) {
   EXPECT_EQ(events[0].data["cursor"], kCursor);
 
   e.op = catalog::FeedEvent::Op::kDelete;
-  text = SseChange(e, /*state=*/true);
+  text = ChangeEvent(EventFraming::kSse, e, /*state=*/true);
   events = testing::TakeSseEvents(&text);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].name, "delete");
@@ -119,11 +119,42 @@ TEST(SubscriptionWireTest, W2_AnEventCarriesEverythingAndAStateRowNoId) {
   EXPECT_FALSE(events[0].data.contains("cursor"));  // a state row offers no cursor at all
   EXPECT_TRUE(events[0].data["record"].is_null());
 
-  text = SseEnd("overflow", {{"cursor", kCursor}});
+  text = EndEvent(EventFraming::kSse, "overflow", {{"cursor", kCursor}});
   events = testing::TakeSseEvents(&text);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].name, "overflow");
   EXPECT_EQ(events[0].data["cursor"], kCursor);
+}
+
+// W1 over WebSocket: the same event as one line of JSON, named by "event", so the connection
+// sends each line as one text message; no bytes but events (pings keep the connection).
+TEST(SubscriptionWireTest, W1_AWebSocketEventIsOneLineOfJsonNamedByEvent) {
+  catalog::FeedEvent e;
+  e.op = catalog::FeedEvent::Op::kPut;
+  e.id = "k";
+  e.record = {{"id", "k"}, {"v", "a\nb"}};  // a newline in a value is escaped, not a line
+  e.version = HybridClock::Make(1'700'000'000'000, 3);
+  e.origin = "n1";
+  e.cursor = *catalog::FeedCursor::Parse(kCursor);
+  const std::string change = ChangeEvent(EventFraming::kWebSocket, e, /*state=*/false);
+  ASSERT_FALSE(change.empty());
+  EXPECT_EQ(change.find('\n'), change.size() - 1);
+  const json message = json::parse(change);
+  EXPECT_EQ(message["event"], "put");
+  EXPECT_EQ(message["op"], "put");
+  EXPECT_EQ(message["id"], "k");
+  EXPECT_EQ(message["record"]["v"], "a\nb");
+  EXPECT_EQ(message["cursor"], kCursor);
+
+  const json state = json::parse(ChangeEvent(EventFraming::kWebSocket, e, /*state=*/true));
+  EXPECT_FALSE(state.contains("cursor"));
+  const json caught_up =
+      json::parse(CaughtUpEvent(EventFraming::kWebSocket, *catalog::FeedCursor::Parse(kCursor)));
+  EXPECT_EQ(caught_up, (json{{"event", "caught_up"}, {"cursor", kCursor}}));
+  const json end = json::parse(EndEvent(EventFraming::kWebSocket, "dropped", json::object()));
+  EXPECT_EQ(end, (json{{"event", "dropped"}}));
+  EXPECT_EQ(OpenedBytes(EventFraming::kWebSocket), "");
+  EXPECT_EQ(KeepaliveBytes(EventFraming::kWebSocket), "");
 }
 
 }  // namespace
