@@ -44,9 +44,10 @@ if [ "$quick" = 1 ]; then
   schema=(--tables 100 --bucket 50 --sample 5)
   role=(--rounds 4)
   hostile=(--records 3000 --seconds 1 --rounds 1)
+  subscription=(--seconds 0.5 --subscribers 10 --latency-seconds 1)
 else
   ceiling=() node=() replication=() handover=() copy=() cluster=() drop=() verify=() strip=() search=()
-  role=() hostile=()
+  role=() hostile=() subscription=()
   replication5=(--records 100000)
   schema=(--tables 2000 --bucket 500)
 fi
@@ -82,6 +83,8 @@ run schema "${schema[@]}"
 # Issue 41: other clients' upserts under slow readers and worst-case searches.
 run hostile "${hostile[@]}"
 run role "${role[@]}"
+# Issue 43: change subscriptions under a write load (SPEC W5) and write-to-event latency.
+run subscription "${subscription[@]}"
 if [ "$quick" = 0 ] && [ -x "$build/bench/record_bench" ]; then
   echo
   echo "== record_bench (unit benchmarks of the write path)"

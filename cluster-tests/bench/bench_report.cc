@@ -1,7 +1,8 @@
 // bench_report: merges the JSON of one scripts/bench.sh run (ceiling_bench, node_bench,
 // replication_bench, its five-node run, handover_bench, copy_bench, cluster_bench, drop_bench,
-// verify_bench, strip_bench, search_bench, schema_bench, each in DIR/<name>.json; the five-node
-// run in DIR/replication5.json) into DIR/bench-results.json,
+// verify_bench, strip_bench, search_bench, schema_bench, role_bench, hostile_bench,
+// subscription_bench, each in DIR/<name>.json; the five-node run in DIR/replication5.json) into
+// DIR/bench-results.json,
 // and prints the table of every figure beside its aim (issue 7) and its share of this machine's
 // ceiling measured in the same run. The table is Markdown, so the README's "Performance" section
 // can show it as printed (it is also in DIR/bench-results.md). A benchmark whose JSON is missing is
@@ -81,7 +82,8 @@ int main(int argc, char** argv) {
              strip = Load(dir, "strip"), search = Load(dir, "search"), schema = Load(dir, "schema"),
              handover = Load(dir, "handover"), replication5 = Load(dir, "replication5"),
              node_role = Load(dir, "node_role"), role = Load(dir, "role"),
-             hostile = Load(dir, "hostile"), access = Load(dir, "access_bench");
+             hostile = Load(dir, "hostile"), access = Load(dir, "access_bench"),
+             subscription = Load(dir, "subscription");
 
   const std::optional<double> storage_batch = At(ceiling, "/storage/batch100_records_per_s");
   const std::optional<double> storage_single = At(ceiling, "/storage/single_records_per_s");
@@ -223,6 +225,33 @@ int main(int argc, char** argv) {
                   At(hostile, "/phases/2/p99_over_idle"), "x", 2, false, std::nullopt, ""});
   rows.push_back({"m", "hostile client: node RSS, most", At(hostile, "/rss_max_mib"), "MiB", 512,
                   false, std::nullopt, ""});
+  // Issue 43 (SPEC §8): change subscriptions on the node that ingests, and a write's event on
+  // another node's subscriber.
+  rows.push_back({"w", "1 subscriber while 8 clients insert on its node: events/s received",
+                  At(subscription, "/one/events_per_s"), "events/s", 50000, true, std::nullopt,
+                  ""});
+  rows.push_back({"w", "  events delivered to it, in order / written",
+                  At(subscription, "/one/delivered_share"), "share", 1.0, true, std::nullopt, ""});
+  rows.push_back({"w", "  writers' rate with it / with no subscriber",
+                  At(subscription, "/one/writers_share"), "share", std::nullopt, true, std::nullopt,
+                  ""});
+  rows.push_back({"w",
+                  absl::StrCat(Count(At(subscription, "/many/subscribers")),
+                               " subscribers: events/s received, all together"),
+                  At(subscription, "/many/events_per_s"), "events/s", std::nullopt, true,
+                  std::nullopt, ""});
+  rows.push_back({"w", "  writers' rate with them / with no subscriber",
+                  At(subscription, "/many/writers_share"), "share", 0.9, true, std::nullopt, ""});
+  // With 100 subscribers of a table taking 100k records/s, the node cannot send them all at
+  // once on 2 cores: they fall behind (W5), and what counts is that the writers do not.
+  rows.push_back({"w", "  events delivered to them by 10 s after the writes / written",
+                  At(subscription, "/many/delivered_share"), "share", std::nullopt, true,
+                  std::nullopt, ""});
+  rows.push_back({"w", "a write on n1 to its event on a subscriber of n3 at 1k/s, p50",
+                  At(subscription, "/latency/p50_ms"), "ms", std::nullopt, false, std::nullopt,
+                  ""});
+  rows.push_back({"w", "a write on n1 to its event on a subscriber of n3, p99",
+                  At(subscription, "/latency/p99_ms"), "ms", 5, false, std::nullopt, ""});
   rows.push_back({"f", "drop with 8 writers on the table, p99", At(drop, "/drop/p99_ms"), "ms",
                   std::nullopt, false, std::nullopt, ""});
   rows.push_back({"f", "drop after the drain, p99", At(drop, "/drop/after_drain_p99_ms"), "ms", 100,
@@ -354,7 +383,8 @@ int main(int argc, char** argv) {
                                   {"verify", &verify},
                                   {"strip", &strip},
                                   {"search", &search},
-                                  {"schema", &schema}}) {
+                                  {"schema", &schema},
+                                  {"subscription", &subscription}}) {
     if (doc->is_object()) busy[name] = (*doc)["machine"];
   }
   const json out = {{"results", results},
@@ -371,7 +401,8 @@ int main(int argc, char** argv) {
                       {"verify", verify},
                       {"strip", strip},
                       {"search", search},
-                      {"schema", schema}}}};
+                      {"schema", schema},
+                      {"subscription", subscription}}}};
   std::ofstream(dir + "/bench-results.json") << out.dump(2) << "\n";
   std::ofstream(dir + "/bench-results.md") << table;
   std::printf("%s", table.c_str());
