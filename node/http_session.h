@@ -2,7 +2,8 @@
 // (HttpShared: options, credentials, the worker pool, the connection registry and counters),
 // one connection (StartSession: a request at a time, from its first byte to its answer), and
 // the hand-off of a streamed answer from the worker that produces it to the connection that
-// sends it (ReplyStream). Only node/http_server.cc and node/http_session.cc include this.
+// sends it (ReplyStream, node/reply_stream.cc). Only node/http_server.cc, node/http_session.cc,
+// node/http_websocket.{h,cc} and node/reply_stream.cc include this.
 //
 // Lock order: HttpShared::mu, then ReplyStream::mu_ (never held together today).
 #pragma once
