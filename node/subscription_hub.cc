@@ -187,17 +187,18 @@ SubscriptionHub::Round SubscriptionHub::Serve(Subscription& s, absl::Time tick) 
 SubscriptionHub::Round SubscriptionHub::ServeState(Subscription& s) {
   for (int reads = 0; reads < kReadsPerRound && !s.feed->StateDone(); ++reads) {
     if (!HasRoom(s)) return Round::kIdle;  // paced by its reader: the state is a snapshot
-    bool gone = false;
+    // A read's events go to the connection in one piece: one wake-up and one write of it,
+    // not one per event.
+    std::string out;
+    uint64_t rows = 0;
     absl::StatusOr<FeedEnd> end = s.feed->ReadState(
         [&](FeedEvent e) {
-          if (gone || !Write(s, ChangeEvent(s.framing, e, /*state=*/true))) {
-            gone = true;
-            return;
-          }
-          ++events_;
+          out += ChangeEvent(s.framing, e, /*state=*/true);
+          ++rows;
         },
         kStateRowsPerRead);
-    if (gone) return Round::kEnded;
+    if (!Write(s, out)) return Round::kEnded;
+    events_ += rows;
     if (!end.ok()) return EndWithError(s, end.status());
     if (*end == FeedEnd::kDropped) return End(s, "dropped", json::object());
   }
@@ -220,10 +221,10 @@ SubscriptionHub::Round SubscriptionHub::ServeChanges(Subscription& s) {
       ++overflows_;
       return End(s, "overflow", {{"cursor", before.ToString()}});
     }
-    for (const FeedEvent& e : events) {
-      if (!Write(s, ChangeEvent(s.framing, e, /*state=*/false))) return Round::kEnded;
-      ++events_;
-    }
+    std::string out;  // in one piece, as the state's
+    for (const FeedEvent& e : events) out += ChangeEvent(s.framing, e, /*state=*/false);
+    if (!Write(s, out)) return Round::kEnded;
+    events_ += events.size();
     if (*end == FeedEnd::kResyncRequired) {
       ++resyncs_;
       return End(s, "resync_required", {{"cursor", s.feed->position().ToString()}});
