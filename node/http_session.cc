@@ -142,7 +142,8 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       : shared_(std::move(shared)),
         opt_(shared_->options),
         stream_(std::move(stream)),
-        timer_(stream_.get_executor()),
+        executor_(stream_.get_executor()),
+        timer_(executor_),
         address_(std::move(address)),
         client_(std::move(client)),
         health_only_(health_only) {}
@@ -155,7 +156,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   // Starts on the connection's own strand (the caller runs on the acceptor's), so that a
   // Cancel() posted as soon as the session is registered runs after the start, never beside it.
   void Run() {
-    net::dispatch(stream_.get_executor(), [self = Self()] {
+    net::dispatch(executor_, [self = Self()] {
       self->shared_->Register(self.get());
       if constexpr (kTls) {
         self->Lowest().expires_after(Chrono(self->opt_.request_timeout));
@@ -172,13 +173,13 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   std::shared_ptr<Connection> Pin() override { return this->weak_from_this().lock(); }
 
   void Evict() override {
-    net::post(stream_.get_executor(), [self = Self()] {
+    net::post(executor_, [self = Self()] {
       if (!self->busy_) self->CloseNow();
     });
   }
 
   void Cancel() override {
-    net::post(stream_.get_executor(), [self = Self()] {
+    net::post(executor_, [self = Self()] {
       // A streamed answer is cut (Stop() has given running operations their time first).
       if (self->reply_stream_ != nullptr || !self->busy_) self->CloseNow();
     });
@@ -369,6 +370,10 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   void OpenSubscription() {
     const auto& req = parser_->get();
     const bool websocket = beast::websocket::is_upgrade(req);
+    if (websocket) {
+      // What Beast would refuse at the upgrade, refused before a subscription opens for it.
+      if (absl::Status checked = CheckUpgrade(req); !checked.ok()) return Refuse(checked, 0);
+    }
     // The stream holds the connection: while the subscription is idle no operation of the
     // connection is pending to hold it (a search's producer thread holds it instead). The
     // cycle ends with the stream: the connection drops its reply stream and clears `pump`
@@ -376,7 +381,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     // the connection gone. `pump` moves to a WebSocket session with the connection.
     auto pump = std::make_shared<std::function<void()>>([self = Self()] { self->Pump(); });
     auto rs = std::make_shared<ReplyStream>(
-        [executor = stream_.get_executor(), pump] {
+        [executor = executor_, pump] {
           net::post(executor, [pump] {
             if (*pump) (*pump)();
           });
@@ -396,7 +401,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
                        "internal error: the subscription failed unexpectedly (the node's log "
                        "has the details)");
       }
-      net::post(self->stream_.get_executor(), [self, rs, opened, websocket] {
+      net::post(self->executor_, [self, rs, opened, websocket] {
         if (self->closed_) return rs->Cancel();
         if (!opened.ok()) {
           self->DropPump();
@@ -406,6 +411,23 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
         self->BeginStream(rs, nullptr, kEventStream);
       });
     });
+  }
+
+  // The WebSocket handshake's own fields (RFC 6455 §4.2.1), and nothing sent after the request
+  // before its answer (§4.1: those bytes would be lost with the HTTP session's buffer).
+  absl::Status CheckUpgrade(const http::request<http::string_body>& req) const {
+    if (req[http::field::sec_websocket_version] != "13") {
+      return Error(ErrorCode::kBadRequest, "a WebSocket upgrade needs Sec-WebSocket-Version: 13");
+    }
+    if (req[http::field::sec_websocket_key].size() != 24) {
+      return Error(ErrorCode::kBadRequest,
+                   "a WebSocket upgrade needs a Sec-WebSocket-Key of 16 bytes in base64");
+    }
+    if (buffer_.size() > 0) {
+      return Error(ErrorCode::kBadRequest,
+                   "bytes came after the WebSocket upgrade request before its answer");
+    }
+    return absl::OkStatus();
   }
 
   // The subscription opened for an upgrade: the connection, its admission and the stream's
@@ -508,8 +530,8 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
                   } else {
                     logins.Released(self->client_, claimed);
                   }
-                  net::post(self->stream_.get_executor(), [self, result = std::move(result), delay,
-                                                           then = std::move(then)]() mutable {
+                  net::post(self->executor_, [self, result = std::move(result), delay,
+                                              then = std::move(then)]() mutable {
                     if (self->closed_) return;
                     if (self->Admit(std::move(result), /*token_request=*/false, delay)) then();
                   });
@@ -682,7 +704,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
         body = std::move(*next);
         continue;
       }
-      net::post(stream_.get_executor(),
+      net::post(executor_,
                 [self = Self(), bytes = std::move(bytes), written, close, status = reply.status,
                  op = std::move(reply.operation), delay]() mutable {
                   if (self->closed_) return;
@@ -708,8 +730,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   // the full checks run; then nullopt.
   std::optional<std::string> NextOnWorker() {
     auto hand_back = [this](std::function<void(Session*)> step) {
-      net::post(stream_.get_executor(),
-                [self = Self(), step = std::move(step)] { step(self.get()); });
+      net::post(executor_, [self = Self(), step = std::move(step)] { step(self.get()); });
       return std::nullopt;
     };
     auto read_request = [](Session* s) { s->ReadRequest(); };
@@ -832,11 +853,11 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     auto rs = std::make_shared<ReplyStream>(
         [weak] {
           if (auto self = weak.lock()) {
-            net::post(self->stream_.get_executor(), [self] { self->Pump(); });
+            net::post(self->executor_, [self] { self->Pump(); });
           }
         },
         opt_.write_timeout, deadline->at());
-    net::post(stream_.get_executor(), [self = Self(), rs, deadline, op = reply.operation] {
+    net::post(executor_, [self = Self(), rs, deadline, op = reply.operation] {
       self->operation_ = op;
       self->BeginStream(rs, deadline, kJson);
     });
@@ -890,6 +911,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       if (t.data.empty() && !t.finished) return;
       if (t.data.empty() && !t.status.ok()) {
         reply_stream_.reset();
+        DropPump();
         stream_deadline_.reset();
         stream_head_.clear();
         return Respond(ErrorReply(t.status), false);
@@ -1051,6 +1073,9 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   const std::shared_ptr<HttpShared> shared_;
   const HttpServerOptions& opt_;
   Stream stream_;
+  // The connection's strand, kept apart from stream_: after a hand-off to a WebSocket session
+  // stream_ is moved from, and a Cancel that was already on its way still posts here.
+  const net::any_io_executor executor_;
   net::steady_timer timer_;    // delays a refused login (LoginGuard)
   const std::string address_;  // the client's address, for logs and audit
   const std::string client_;   // its ClientKey: the connection caps and the login guard count this

@@ -177,7 +177,8 @@ class ReplyStream : public EventSink {
   // Whether a Write now would wait for the reader. Only the producer adds to the queue, so
   // a false stays false until its next Write.
   bool Full() const ABSL_LOCKS_EXCLUDED(mu_);
-  // The producer is done; an error: the answer is cut short (the client sees a body that does
+  // The producer is done (a stream already cut by Append keeps that error); an error: the
+  // answer is cut short (the client sees a body that does
   // not end well-formed, never a complete one with records missing), or, when nothing was
   // written yet, answered as a plain error.
   void Finish(absl::Status status) ABSL_LOCKS_EXCLUDED(mu_);

@@ -6,6 +6,7 @@
 
 #include "absl/time/clock.h"
 #include "boost/asio/post.hpp"
+#include "boost/asio/steady_timer.hpp"
 #include "boost/beast/core.hpp"
 #include "boost/beast/ssl.hpp"
 #include "boost/beast/websocket.hpp"
@@ -30,7 +31,10 @@ class WebSocketSession : public Connection,
                          public std::enable_shared_from_this<WebSocketSession<Stream>> {
  public:
   WebSocketSession(std::shared_ptr<HttpShared> shared, Stream stream, std::string client)
-      : shared_(std::move(shared)), ws_(std::move(stream)), client_(std::move(client)) {
+      : shared_(std::move(shared)),
+        ws_(std::move(stream)),
+        write_timer_(ws_.get_executor()),
+        client_(std::move(client)) {
     proven.store(true);         // never evicted: its client passed a credential check
     waiting_since_ns.store(0);  // and is not waiting for a request
   }
@@ -79,6 +83,7 @@ class WebSocketSession : public Connection,
   void Read() {
     ws_.async_read(in_, [self = Self()](beast::error_code ec, size_t) {
       self->in_.consume(self->in_.size());
+      if (ec == beast::error::timeout) ++self->shared_->timeouts;
       if (ec) return self->closing_ ? void() : self->Close();
       self->Read();
     });
@@ -104,8 +109,10 @@ class WebSocketSession : public Connection,
     sent_ = end + 1;
     writing_ = true;
     ws_.text(true);
+    AwaitWrite();
     ws_.async_write(net::buffer(message_), [self = Self()](beast::error_code ec, size_t) {
       self->writing_ = false;
+      self->write_timer_.cancel();
       if (ec) return self->Close();
       self->Pump();
     });
@@ -116,13 +123,27 @@ class WebSocketSession : public Connection,
     events_.reset();
     if (!complete) return Close();
     closing_ = true;
+    AwaitWrite();
     ws_.async_close(websocket::close_code::normal,
                     [self = Self()](beast::error_code) { self->Close(); });
+  }
+
+  // A write (or the close) that the client does not take within the write timeout closes the
+  // connection. Beast's idle timeout alone would not: a client that sends pongs or messages
+  // but reads nothing keeps it from firing.
+  void AwaitWrite() {
+    write_timer_.expires_after(absl::ToChronoNanoseconds(shared_->options.write_timeout));
+    write_timer_.async_wait([self = Self()](beast::error_code ec) {
+      if (ec) return;  // cancelled: the write completed
+      ++self->shared_->timeouts;
+      self->Close();
+    });
   }
 
   void Close() {
     if (closed_) return;
     closed_ = true;
+    write_timer_.cancel();
     if (events_ != nullptr) events_->Cancel();
     events_.reset();
     *pump_ = nullptr;  // the stream no longer holds this session
@@ -134,6 +155,7 @@ class WebSocketSession : public Connection,
 
   const std::shared_ptr<HttpShared> shared_;
   websocket::stream<Stream> ws_;
+  net::steady_timer write_timer_;             // AwaitWrite
   const std::string client_;                  // its ClientKey, whose admission this holds
   http::request<http::string_body> request_;  // the upgrade, until it is answered
   absl::Time started_;

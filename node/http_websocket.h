@@ -11,9 +11,9 @@
 //  - reads what the client sends and throws its messages away (at most kMaxClientMessage
 //    bytes each; a larger one closes the connection with 1009): Beast answers its pings and
 //    its close;
-//  - pings after kIdle / 2 without a byte from the client and closes after kIdle: a
-//    subscriber that is gone, or reads nothing (its pong would queue behind our events), is
-//    found and its subscription ends;
+//  - pings after kIdle / 2 without a byte from the client and closes after kIdle, and closes
+//    when a message is not taken within the write timeout: a subscriber that is gone, or
+//    reads nothing (even one that still sends), is found and its subscription ends;
 //  - when the stream ends well (its last event is an end event, W6), closes with 1000; when it
 //    is cut, closes the socket at once.
 // It holds the session's admission (HttpShared::Admit) until it ends, is registered for

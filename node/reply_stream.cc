@@ -60,7 +60,8 @@ void ReplyStream::Finish(absl::Status status) {
   {
     absl::MutexLock lock(&mu_);
     finished_ = true;
-    status_ = std::move(status);
+    // A stream Append already cut stays cut: the hub's End after it must not make it whole.
+    if (status_.ok()) status_ = std::move(status);
     if (!scheduled_) scheduled_ = wake = true;
   }
   if (wake) wake_();

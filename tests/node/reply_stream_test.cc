@@ -68,6 +68,7 @@ TEST(ReplyStreamTest, W5_AnAppendNeverWaitsAndAStalledReaderIsFoundGone) {
   // answer ends cut (else it would hold the stream open with nothing more to come).
   testing::AssertEventually([&] { ASSERT_FALSE(rs.Append("")); });
   EXPECT_EQ(rs.Waiting(), 0u);
+  rs.End();  // the hub ends the stream after it found it gone: it stays cut
   ReplyStream::Taken t;
   for (int i = 0; i < 100 && !t.finished; ++i) t = rs.Take();
   EXPECT_TRUE(t.finished);

@@ -222,6 +222,21 @@ TEST_F(SubscribeTest, W1_AWebSocketUpgradeIsRefusedWithAPlainErrorFirst) {
   r = Get("/subscribe/d/nope", BasicAuthLine(), upgrade)->Read();
   EXPECT_EQ(r.status, 404) << r.body;
   EXPECT_THAT(r.body, ::testing::HasSubstr("nope"));
+  // A handshake Beast would refuse opens no subscription first; nor do frames sent before the
+  // answer (RFC 6455 §4.1) get lost unnoticed.
+  r = Get("/subscribe/d/t", BasicAuthLine(),
+          "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n")
+          ->Read();
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, ::testing::HasSubstr("Sec-WebSocket-Key"));
+  auto early = std::make_unique<RawConnection>(node_->port());
+  ASSERT_TRUE(early->Send(absl::StrCat("GET /subscribe/d/t HTTP/1.1\r\nHost: cairn\r\n",
+                                       BasicAuthLine(), upgrade, "\r\n",
+                                       "\x81\x80"
+                                       "abcd")));
+  r = early->Read();
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(node_->Metric("cairn_subscriptions"), 0);
   EXPECT_FALSE(WsSubscriber(node_->port(), "/subscribe/d/t", "").ok());
   EXPECT_TRUE(WsSubscriber(node_->port(), "/subscribe/d/t", AdminAuthorization()).ok());
 }
