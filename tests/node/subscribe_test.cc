@@ -264,5 +264,30 @@ TEST_F(SubscribeTest, W5_AWebSocketSubscriberThatDoesNotReadOverflows) {
   for (size_t i = 0; i + 1 < events.size(); ++i) EXPECT_EQ(events[i]["id"], i);
 }
 
+// W5 over WebSocket: a subscriber that reads nothing but keeps sending (pongs need no answer,
+// so they keep Beast's idle timer from firing) is still closed once a message waits longer
+// than the write timeout (10 s): its connection and slot are not held forever.
+TEST_F(SubscribeTest, W5_AWebSocketSubscriberThatSendsButNeverReadsIsClosed) {
+  StartNode({"--subscription-buffer", "1073741824"});  // no overflow: the connection's limit
+  RawConnection c(node_->port(), "127.0.0.1", /*receive_buffer=*/4096);
+  ASSERT_TRUE(c.Send(
+      absl::StrCat("GET /subscribe/d/t?current=false HTTP/1.1\r\nHost: cairn\r\n", BasicAuthLine(),
+                   "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                   "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")));
+  ASSERT_EQ(c.Read(absl::Seconds(10), /*head_only=*/true).status, 101);
+  // More than the socket buffers of both ends hold: a message's write stalls.
+  const std::string value(256 << 10, 'x');
+  for (int i = 0; i < 48; ++i) Insert(json::array({{{"id", i}, {"v", value}}}));
+  const std::string pong = std::string("\x8a\x80", 2) + "abcd";  // masked, empty
+  const absl::Time deadline = absl::Now() + absl::Seconds(40);
+  double open = 0;
+  while (absl::Now() < deadline) {
+    c.SendSome(pong);
+    open = node_->Metric("cairn_http_connections");  // counts this request's own connection
+    if (open <= 1) break;
+  }
+  EXPECT_EQ(open, 1) << "the subscriber that never reads is still connected";
+}
+
 }  // namespace
 }  // namespace cairn::testing
