@@ -340,6 +340,31 @@ class FuzzTest : public ::testing::Test {
     api_ = std::make_unique<node::OpsApi>(node_.get(), ao);
   }
 
+  // fuzz.t, the table the subscription fuzzers follow.
+  void CreateFuzzTable() {
+    ASSERT_EQ(
+        api_->Handle(
+                R"({"operation":"create_table","database":"fuzz","table":"t","primary_key":"id"})")
+            .status,
+        200);
+  }
+  // A hub without caps: thousands of subscriptions are opened.
+  static node::SubscriptionOptions UncappedSubscriptions() {
+    node::SubscriptionOptions o;
+    o.max_subscriptions = 1 << 20;
+    o.max_per_user = 1 << 20;
+    return o;
+  }
+  // An HTTP server in front of api_ on a free loopback port.
+  node::HttpServerOptions ServerOptions() const {
+    node::HttpServerOptions options;
+    options.node_name = "fuzz";
+    options.listen = {"127.0.0.1", 0};
+    options.authenticator = auth_.get();
+    options.worker_threads = 4;
+    return options;
+  }
+
   TempDir dir_;
   std::unique_ptr<catalog::LocalNode> node_;
   std::unique_ptr<node::Authenticator> auth_;
@@ -385,11 +410,7 @@ TEST_F(FuzzTest, RequestsNeverCrashOrAnswer5xx) {
   Mutator m(seed);
   const std::vector<json> corpus = Corpus();
   node::Metrics metrics;
-  node::HttpServerOptions options;
-  options.node_name = "fuzz";
-  options.listen = {"127.0.0.1", 0};
-  options.authenticator = auth_.get();
-  options.worker_threads = 4;
+  node::HttpServerOptions options = ServerOptions();
   // Thousands of wrong passwords for one user: the login guard would make them wait their
   // turn (issue 41), which this test is not about.
   options.free_login_failures = 1 << 20;
@@ -433,19 +454,12 @@ TEST_F(FuzzTest, RequestsNeverCrashOrAnswer5xx) {
 TEST_F(FuzzTest, SubscribeTargetsNeverCrashOrAnswer5xx) {
   const uint64_t seed = TestSeed();
   Mutator m(seed);
-  ASSERT_EQ(
-      api_->Handle(
-              R"({"operation":"create_table","database":"fuzz","table":"t","primary_key":"id"})")
-          .status,
-      200);
+  ASSERT_NO_FATAL_FAILURE(CreateFuzzTable());
   ASSERT_EQ(api_->Handle(R"({"operation":"upsert","database":"fuzz","table":"t",)"
                          R"("records":[{"id":1,"a":"x"},{"id":"k","a":2}]})")
                 .status,
             200);
-  node::SubscriptionOptions o;
-  o.max_subscriptions = 1 << 20;
-  o.max_per_user = 1 << 20;
-  node::SubscriptionHub hub(node_.get(), o);
+  node::SubscriptionHub hub(node_.get(), UncappedSubscriptions());
   // The cursor of the log's start, so some mutations are valid resumes.
   const std::string cursor = catalog::FeedCursor{0, node_->log->log_id(), 0}.ToString();
   const std::vector<std::string> corpus = {"/subscribe/fuzz/t",
@@ -485,21 +499,10 @@ TEST_F(FuzzTest, SubscribeTargetsNeverCrashOrAnswer5xx) {
 TEST_F(FuzzTest, WebSocketFramesNeverCrashOrHoldASubscription) {
   const uint64_t seed = TestSeed();
   Mutator m(seed);
-  ASSERT_EQ(
-      api_->Handle(
-              R"({"operation":"create_table","database":"fuzz","table":"t","primary_key":"id"})")
-          .status,
-      200);
-  node::SubscriptionOptions so;
-  so.max_subscriptions = 1 << 20;
-  so.max_per_user = 1 << 20;
-  node::SubscriptionHub hub(node_.get(), so);
+  ASSERT_NO_FATAL_FAILURE(CreateFuzzTable());
+  node::SubscriptionHub hub(node_.get(), UncappedSubscriptions());
   node::Metrics metrics;
-  node::HttpServerOptions options;
-  options.node_name = "fuzz";
-  options.listen = {"127.0.0.1", 0};
-  options.authenticator = auth_.get();
-  options.worker_threads = 4;
+  node::HttpServerOptions options = ServerOptions();
   options.subscribe = [&hub](absl::string_view target, absl::string_view last_event_id,
                              const node::Caller& caller, std::shared_ptr<node::EventSink> sink,
                              node::EventFraming framing) {
