@@ -165,27 +165,7 @@ SnapshotRef Catalog::PublishLocked(std::shared_ptr<CatalogSnapshot> next) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Creates (C1, C2, C3, C5, C14).
-
-absl::Status Catalog::CreateDatabase(absl::string_view db) {
-  CAIRN_RETURN_IF_ERROR(ValidateDatabaseName(db));
-  DatabaseLock lock(this, db);
-  if (Snapshot()->FindDatabase(db) != nullptr) {
-    return Error(ErrorCode::kDatabaseExists, absl::StrCat("database '", db, "' already exists"));
-  }
-  v1::DatabaseRow row;
-  row.set_name(std::string(db));
-  CAIRN_ASSIGN_OR_RETURN(const Hlc created, options_.hlc->Now());
-  row.set_created_time(created);
-  rocksdb::WriteBatch batch;
-  PutProto(engine_, &batch, Cf::kCatalog, storage::DatabaseKey(db), row);
-  CAIRN_RETURN_IF_ERROR(engine_->Write(&batch));
-  auto d = std::make_shared<DatabaseDef>();
-  d->name = row.name();
-  d->created_time = row.created_time();
-  Publish(lock, "", [&](CatalogSnapshot* next) { next->databases[row.name()] = std::move(d); });
-  return absl::OkStatus();
-}
+// Creates (C1, C2, C3, C5, C14); CreateDatabase is in catalog_placement.cc.
 
 absl::StatusOr<TableRef> Catalog::CreateTable(const TableSpec& spec) {
   CAIRN_RETURN_IF_ERROR(ValidateDatabaseName(spec.database));
@@ -256,13 +236,15 @@ absl::StatusOr<TableRef> Catalog::CreateGeneration(const DatabaseLock& lock, v1:
 
   // C1, C2: the whole definition is one batch; nothing outside the generation's own keys.
   rocksdb::WriteBatch batch;
-  const bool new_database = Snapshot()->FindDatabase(row.database()) == nullptr;
-  Hlc db_created_time = 0;
+  const SnapshotRef base = Snapshot();  // invariant (1)
+  const bool new_database = base->FindDatabase(row.database()) == nullptr;
+  v1::DatabaseRow db_row;
   if (new_database) {
-    v1::DatabaseRow db_row;
-    db_row.set_name(row.database());
-    CAIRN_ASSIGN_OR_RETURN(db_created_time, options_.hlc->Now());
-    db_row.set_created_time(db_created_time);
+    // C14: created with its first table, on every node (P1). A local create places it as a
+    // create_database would; a peer's table (the peer's placement, which the same DbSchema
+    // carries, came first unless the peer predates placement) as of the database marker.
+    CAIRN_ASSIGN_OR_RETURN(
+        db_row, NewDatabaseRow(*base, row.database(), PlacementSpec{}, row.origin() == v1::LOCAL));
     PutProto(engine_, &batch, Cf::kCatalog, storage::DatabaseKey(row.database()), db_row);
   }
   PutProto(engine_, &batch, Cf::kCatalog, storage::TableKey(row.database(), row.name(), generation),
@@ -290,17 +272,12 @@ absl::StatusOr<TableRef> Catalog::CreateGeneration(const DatabaseLock& lock, v1:
   }
   const std::string db = row.database(), table = row.name();
   AttributeStamps markers;  // C15; a node-local table has none (C11)
-  if (row.replicate()) markers = Snapshot()->AttributeMarkersFor(db, table);
+  if (row.replicate()) markers = base->AttributeMarkersFor(db, table);
   auto def =
       std::make_shared<TableDef>(std::move(row), std::move(attributes), std::move(state),
                                  /*schema_version=*/1, AttributeStamps(), std::move(markers));
   Publish(lock, table, [&](CatalogSnapshot* next) {
-    if (new_database) {
-      auto d = std::make_shared<DatabaseDef>();
-      d->name = db;
-      d->created_time = db_created_time;
-      next->databases[db] = std::move(d);
-    }
+    if (new_database) next->databases[db] = DatabaseDefOf(db_row);
     PutTable(next, db, table, def);
   });
   return TableRef(def);

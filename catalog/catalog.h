@@ -106,6 +106,13 @@ struct PeerTableDef {
   bool sealed = false;
 };
 
+// A placement a client asked for (design 0013, P1, P2), resolved to names by the node layer,
+// which knows the cluster's nodes.
+struct PlacementSpec {
+  std::vector<std::string> members;  // sorted, distinct (NormalizeMembers); empty: every node
+  uint32_t count = 0;                // the replica_count they were resolved from; 0: a list
+};
+
 // One publish, as the schema journal remembers it (Catalog::ChangesSince).
 struct SchemaChange {
   uint64_t version = 0;  // the snapshot version it published
@@ -134,6 +141,8 @@ struct DropResult {
   Hlc dropped_time = 0;  // when timed (drop_database: the earliest of its tables' stamps)
   // drop_database: each table dropped with a marker, and its own stamp (forwarded as is).
   std::vector<std::pair<std::string, Hlc>> tables;
+  // drop_database, timed: its database marker (P1), after every stamp in `tables`.
+  Hlc database_marker = 0;
 };
 
 class UserCatalog;
@@ -167,7 +176,14 @@ class Catalog {
   void SetStripListener(std::function<void()> listener) ABSL_LOCKS_EXCLUDED(strip_listener_mu_);
 
   // ---- Local schema authoring (authoritative for this node).
-  absl::Status CreateDatabase(absl::string_view db) ABSL_LOCKS_EXCLUDED(mu_);
+  // C14, P1: a database placed as `placement` says, stamped now and after every drop of the
+  // name (its database marker). DATABASE_EXISTS if it exists.
+  absl::Status CreateDatabase(absl::string_view db, const PlacementSpec& placement = {})
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // P1, P6: a new placement of an existing database, in one catalog batch with a fresh stamp
+  // (after the one it replaces). Returns it. DATABASE_NOT_FOUND if the database is absent.
+  absl::StatusOr<v1::Placement> AlterPlacement(absl::string_view db, const PlacementSpec& spec)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // C1, C2, C3, C13. Creates the database if absent (C14).
   absl::StatusOr<TableRef> CreateTable(const TableSpec& spec) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<TableRef> CreateAttribute(absl::string_view db, absl::string_view table,
@@ -211,6 +227,16 @@ class Catalog {
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // ---- Peer entry points (origin cluster). Replication wires these to the network.
+  // P1: what a peer's DbSchema says of database `db` itself: its database marker (0: none)
+  // and its placement (null: the peer holds no database of the name). In one batch: the
+  // marker if newer than the one held; then the placement, last-writer-wins on (stamp,
+  // origin), unless stamped before the newest marker (a dropped incarnation's). A placement
+  // of a database absent here creates it (every node holds every database's definitions,
+  // P12); a database whose placement a newer marker retired loses it: removed when no table
+  // of it is left, else placed on every node as of the marker. BAD_REQUEST for a malformed
+  // placement (nothing applied).
+  absl::Status ApplyPeerPlacement(absl::string_view db, const v1::Placement* placement,
+                                  Hlc database_marker) ABSL_LOCKS_EXCLUDED(mu_);
   // C15: a peer's attribute marker. Nothing if a marker as new is held. Otherwise, in one
   // batch: the marker; and for the live replicating table of the name, the attribute
   // removed (unless created at or after the marker) and a pending strip of the values older
@@ -323,6 +349,17 @@ class Catalog {
                                              const std::function<void(CatalogSnapshot*)>& also,
                                              const Fenced& fenced = nullptr)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // C14, P1: the row of a new database placed as `spec`. Stamped after the name's database
+  // marker: `local`, now (origin this node); else (a peer's table made it) as of the marker,
+  // with no origin, so that any placement a peer made wins over it.
+  absl::StatusOr<v1::DatabaseRow> NewDatabaseRow(const CatalogSnapshot& base, absl::string_view db,
+                                                 const PlacementSpec& spec, bool local);
+  static DatabaseRef DatabaseDefOf(const v1::DatabaseRow& row);
+  // P1: records `marker` as db's database marker if newer, and retires a placement older
+  // than it (see ApplyPeerPlacement); `placement`, if given and not older than the marker,
+  // then merges last-writer-wins. One batch and one publish; nothing when nothing changes.
+  absl::Status MergePlacement(const DatabaseLock& lock, absl::string_view db,
+                              const v1::Placement* placement, Hlc marker) ABSL_LOCKS_EXCLUDED(mu_);
   // C9 step 1: tombstone + publish without the table. `timed` also records the drop's time
   // as the name's marker.
   absl::Status Tombstone(const DatabaseLock& lock, const TableRef& def, bool timed,

@@ -379,6 +379,18 @@ absl::StatusOr<DropResult> Catalog::DropDatabase(absl::string_view db, bool time
     }
   }
   CAIRN_RETURN_IF_ERROR(first_error);
+  if (timed) {
+    // P1: the database marker, after every table's stamp, retires this incarnation's
+    // placement everywhere: a lagging peer's copy of it never brings the database back.
+    Hlc after_tables = 0;
+    for (const auto& [t, stamp] : result.tables) after_tables = std::max(after_tables, stamp);
+    CAIRN_ASSIGN_OR_RETURN(const Hlc now, options_.hlc->Now());
+    CAIRN_ASSIGN_OR_RETURN(const Hlc after,
+                           HlcAfter(after_tables, absl::StrCat("the drop of database '", db, "'")));
+    result.database_marker = std::max(now, after);
+    DatabaseLock lock(this, db);
+    CAIRN_RETURN_IF_ERROR(MergePlacement(lock, db, nullptr, result.database_marker));
+  }
   CAIRN_RETURN_IF_ERROR(RemoveDatabaseIfEmpty(db));
   return result;
 }

@@ -83,7 +83,23 @@ absl::Status LoadDatabases(storage::Engine* engine, CatalogSnapshot* snap) {
                        auto d = std::make_shared<DatabaseDef>();
                        d->name = row.name();
                        d->created_time = row.created_time();
+                       d->placement = row.placement();  // P1; unset: every node, stamp 0
                        snap->databases[row.name()] = std::move(d);
+                       return absl::OkStatus();
+                     });
+}
+
+// Database markers (P1); the clock observes each.
+absl::Status LoadDatabaseMarkers(storage::Engine* engine, HybridClock* hlc, CatalogSnapshot* snap) {
+  return ScanCatalog(engine, storage::kDatabaseMarkerPrefix,
+                     [&](absl::string_view key, absl::string_view value) {
+                       v1::DatabaseMarker marker;
+                       if (!marker.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+                         return Corrupt("database marker", key);
+                       }
+                       const std::string db(key.substr(storage::kDatabaseMarkerPrefix.size()));
+                       snap->database_markers[db] = marker.dropped_time();
+                       hlc->Observe(marker.dropped_time());
                        return absl::OkStatus();
                      });
 }
@@ -250,6 +266,8 @@ absl::Status Catalog::Load() {
   CAIRN_ASSIGN_OR_RETURN(uint64_t next_generation, NextGeneration(engine_, &repairs));
   CAIRN_RETURN_IF_ERROR(LoadDatabases(engine_, snap.get()));
   CAIRN_RETURN_IF_ERROR(LoadMarkers(engine_, hlc, snap.get()));
+  CAIRN_RETURN_IF_ERROR(LoadDatabaseMarkers(engine_, hlc, snap.get()));
+  for (const auto& [name, d] : snap->databases) hlc->Observe(d->placement.stamp());
   std::vector<v1::TableRow> live;
   std::vector<v1::TableRow> tombstoned;
   uint64_t max_generation = 0;

@@ -143,6 +143,11 @@ uint64_t NameMarkersDigest(const CatalogSnapshot& snap, absl::string_view db,
   return sum;
 }
 
+Hlc CatalogSnapshot::DatabaseMarkerFor(absl::string_view db) const {
+  auto it = database_markers.find(db);
+  return it == database_markers.end() ? 0 : it->second;
+}
+
 Hlc CatalogSnapshot::MarkerFor(absl::string_view db, absl::string_view table) const {
   auto it = markers.find(std::make_pair(std::string(db), std::string(table)));
   return it == markers.end() ? 0 : it->second;

@@ -155,6 +155,8 @@ using TableRef = std::shared_ptr<const TableDef>;
 struct DatabaseDef {
   std::string name;
   Hlc created_time = 0;
+  // Design 0013, P1: the nodes that hold its rows (empty members: every node), stamped.
+  v1::Placement placement;
   // Live tables only. Persistent: a publish that changes one table copies O(kMaxChunk) of it.
   PersistentMap<std::string, TableRef> tables;
   // The sum (mod 2^64) of names_digest() over the replicating tables in `tables`: kept by
@@ -187,6 +189,9 @@ struct CatalogSnapshot {
   // removed, and an attribute marker goes only with its name's table marker), so it also
   // lists them without a walk (replication's SchemaDatabases).
   absl::btree_map<std::string, uint64_t, std::less<>> marker_digests;
+  // Design 0013, P1: the newest timed drop_database of each name, durable. A placement stamped
+  // before it is dead; a live database's placement is never older than it.
+  absl::btree_map<std::string, Hlc, std::less<>> database_markers;
   // Users and roles (SPEC §7), the system database's objects. Never null once published.
   PrincipalsRef principals = std::make_shared<const Principals>();
 
@@ -194,6 +199,8 @@ struct CatalogSnapshot {
   // whose drop is still completing.
   absl::StatusOr<TableRef> FindTable(absl::string_view db, absl::string_view table) const;
   const DatabaseDef* FindDatabase(absl::string_view db) const;
+  // 0 when no database of the name was dropped with a timed drop_database (P1).
+  Hlc DatabaseMarkerFor(absl::string_view db) const;
   // 0 when the name was never dropped with a timed drop.
   Hlc MarkerFor(absl::string_view db, absl::string_view table) const;
   // The attribute markers of a name (empty if none).

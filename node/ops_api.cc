@@ -125,7 +125,8 @@ const std::vector<OpsApi::Operation>& OpsApi::Operations() {
       {"create_database", &OpsApi::CreateDatabase, false},
       {"create_schema", &OpsApi::CreateDatabase, false},  // Harper's older name
       {"drop_database", &OpsApi::DropDatabase, false},
-      {"drop_schema", &OpsApi::DropDatabase, false},  // Harper's older name
+      {"alter_database", &OpsApi::AlterDatabase, false},  // design 0013, P6
+      {"drop_schema", &OpsApi::DropDatabase, false},      // Harper's older name
       {"describe_database", &OpsApi::DescribeDatabase, false},
       {"describe_schema", &OpsApi::DescribeDatabase, false},  // Harper's older name
       {"describe_all", &OpsApi::DescribeAll, false},

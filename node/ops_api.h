@@ -93,6 +93,11 @@ class OpsApi {
 
   absl::StatusOr<Reply> CreateDatabase(const Fields& f) const;
   absl::StatusOr<Reply> DropDatabase(const Fields& f) const;
+  absl::StatusOr<Reply> AlterDatabase(const Fields& f) const;
+  // Design 0013, P2, P6: the placement a request's `replicas` / `replica_count` ask for,
+  // resolved to node names here. `required`: one of them must be given.
+  absl::StatusOr<catalog::PlacementSpec> PlacementOf(const Fields& f, absl::string_view db,
+                                                     bool required) const;
   absl::StatusOr<Reply> DescribeDatabase(const Fields& f) const;
   absl::StatusOr<Reply> DescribeAll(const Fields& f) const;
   absl::StatusOr<Reply> CreateTable(const Fields& f) const;

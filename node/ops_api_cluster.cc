@@ -14,6 +14,7 @@
 #include "node/backup.h"
 #include "node/config.h"
 #include "node/internal/ops_api_fields.h"
+#include "node/internal/placement_json.h"
 #include "node/ops_api.h"
 #include "replication/link_session.h"
 #include "spdlog/spdlog.h"
@@ -42,7 +43,7 @@ json VerifiedJson(const absl::btree_map<std::string, replication::VerifyRecord>&
 
 }  // namespace
 
-absl::StatusOr<Reply> OpsApi::ClusterStatus(const Fields&) const {
+absl::StatusOr<Reply> OpsApi::ClusterStatus(const Fields& f) const {
   json connections = json::array();
   if (options_.cluster != nullptr) {
     for (const replication::PeerStatus& p : options_.cluster->Status()) {
@@ -78,6 +79,16 @@ absl::StatusOr<Reply> OpsApi::ClusterStatus(const Fields&) const {
   json body{{"node_name", options_.node_name},
             {"is_enabled", !connections.empty()},
             {"connections", std::move(connections)}};
+  // P11: each database this caller may see, where it lives and whether this node holds it.
+  json databases = json::array();
+  catalog::SnapshotRef snap = node_->catalog->Snapshot();
+  for (const auto& [db, d] : snap->databases) {
+    if (!f.access().SeesDatabase(db)) continue;
+    databases.push_back({{"database", db},
+                         {"placement", internal::PlacementJson(d->placement)},
+                         {"member", catalog::IsMember(d->placement, options_.node_name)}});
+  }
+  body["databases"] = std::move(databases);
   if (options_.cluster != nullptr) {
     // R16: links, snapshots, batches and forwarded drops refused for a clock or stamp ahead.
     body["clock_offset_refusals"] = options_.cluster->clock_bound().refusals();

@@ -9,6 +9,7 @@
 #include "common/status.h"
 #include "node/access.h"
 #include "node/internal/ops_api_fields.h"
+#include "node/internal/placement_json.h"
 #include "node/ops_api.h"
 
 namespace cairn::node {
@@ -16,12 +17,39 @@ namespace cairn::node {
 using internal::BadRequest;
 using internal::JsonReply;
 using internal::Message;
+using internal::PlacementJson;
+
+namespace {
+
+// P11: a placed database's placement, under a key no table can have (C13 reserves names that
+// start with '_'). A database on every node describes as it did before placement, so a Harper
+// client sees Harper's shape.
+void AddPlacement(const catalog::DatabaseDef& d, json* body) {
+  if (!catalog::IsEveryNode(d.placement)) (*body)["__placement__"] = PlacementJson(d.placement);
+}
+
+}  // namespace
 
 absl::StatusOr<Reply> OpsApi::CreateDatabase(const Fields& f) const {
   CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database(/*required=*/true));
   CAIRN_RETURN_IF_ERROR(f.access().Structure("create_database", db));  // U4
-  CAIRN_RETURN_IF_ERROR(node_->catalog->CreateDatabase(db));
+  CAIRN_ASSIGN_OR_RETURN(catalog::PlacementSpec placement, PlacementOf(f, db, /*required=*/false));
+  CAIRN_RETURN_IF_ERROR(node_->catalog->CreateDatabase(db, placement));
   return JsonReply(Message(absl::StrCat("database '", db, "' successfully created")));
+}
+
+// {"operation": "alter_database", "database", "replicas": [...] | "*" | "replica_count": N}
+// (design 0013, P6): a new placement, stamped here, that every node learns in DB_SCHEMA.
+absl::StatusOr<Reply> OpsApi::AlterDatabase(const Fields& f) const {
+  CAIRN_ASSIGN_OR_RETURN(std::string db, f.Database(/*required=*/true));
+  CAIRN_RETURN_IF_ERROR(f.access().Structure("alter_database", db));  // U4
+  CAIRN_ASSIGN_OR_RETURN(catalog::PlacementSpec spec, PlacementOf(f, db, /*required=*/true));
+  CAIRN_ASSIGN_OR_RETURN(catalog::v1::Placement placement,
+                         node_->catalog->AlterPlacement(db, spec));
+  json body =
+      Message(absl::StrCat("database '", db, "' placed on ", catalog::DescribeMembers(placement)));
+  body["placement"] = PlacementJson(placement);
+  return JsonReply(body);
 }
 
 absl::StatusOr<Reply> OpsApi::DropDatabase(const Fields& f) const {
@@ -35,8 +63,8 @@ absl::StatusOr<Reply> OpsApi::DropDatabase(const Fields& f) const {
   json body = Message(absl::StrCat("successfully deleted '", db, "'"));
   body["replicated"] = json::array();
   if (dropped.timed && options_.cluster != nullptr) {
-    body["replicated"] = PeerDropStatuses(
-        options_.cluster->ForwardDropDatabase(db, dropped.dropped_time, dropped.tables));
+    body["replicated"] = PeerDropStatuses(options_.cluster->ForwardDropDatabase(
+        db, dropped.dropped_time, dropped.tables, dropped.database_marker));
   }
   return JsonReply(body);
 }
@@ -58,6 +86,7 @@ absl::StatusOr<Reply> OpsApi::DescribeDatabase(const Fields& f) const {
     if (!access.Sees(db, name)) continue;
     CAIRN_ASSIGN_OR_RETURN(body[name], Describe(*def, access));
   }
+  AddPlacement(*d, &body);  // P11
   return JsonReply(body);
 }
 
@@ -72,6 +101,7 @@ absl::StatusOr<Reply> OpsApi::DescribeAll(const Fields& f) const {
       if (!access.Sees(db, name)) continue;
       CAIRN_ASSIGN_OR_RETURN(tables[name], Describe(*def, access));
     }
+    AddPlacement(*d, &tables);  // P11
     body[db] = std::move(tables);
   }
   return JsonReply(body);

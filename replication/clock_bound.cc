@@ -94,6 +94,10 @@ absl::Status ClockBound::CheckSchema(const peer::v1::DbSchema& schema, absl::str
       !s.ok()) {
     return s;
   }
+  // Design 0013, P1: the placement and the database marker.
+  for (const Hlc t : {schema.placement().stamp(), schema.database_marker()}) {
+    if (absl::Status s = Check(t, "the database's placement or marker", peer); !s.ok()) return s;
+  }
   for (const peer::v1::PeerTable& t : schema.tables()) {
     for (const peer::v1::PeerAttribute& a : t.attributes()) {
       if (absl::Status s = Check(a.created_time(),
@@ -138,6 +142,7 @@ absl::Status ClockBound::CheckForward(const peer::v1::ForwardRequest& request,
         return s;
       }
     }
+    return Check(d.database_marker(), "a forwarded drop's database marker", peer);  // P1
   }
   return absl::OkStatus();
 }

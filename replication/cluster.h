@@ -171,12 +171,18 @@ class Cluster {
   std::vector<PeerDropStatus> ForwardDropTable(const std::string& db, const std::string& table,
                                                Hlc dropped_time);
   // `dropped_time` stands for tables not in `tables` (those the origin did not hold); each
-  // table in `tables` is dropped with its own stamp (C7).
+  // table in `tables` is dropped with its own stamp (C7); `database_marker` (P1) retires the
+  // database's placements stamped before it.
   std::vector<PeerDropStatus> ForwardDropDatabase(
       const std::string& db, Hlc dropped_time,
-      const std::vector<std::pair<std::string, Hlc>>& tables = {});
+      const std::vector<std::pair<std::string, Hlc>>& tables = {}, Hlc database_marker = 0);
 
   std::vector<PeerStatus> Status() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Design 0013, P2: the nodes a placement may name, sorted: this node and every peer it knows
+  // (its routes and the peers linked to it), removed ones excluded.
+  std::vector<std::string> KnownNodes() const ABSL_LOCKS_EXCLUDED(mu_);
+  // P6: the peers linked now that did not advertise placement.v1 in their last Hello.
+  std::vector<std::string> PeersWithoutPlacement() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // One pass of log retention (R12), as the trimmer runs every trim_interval: each
   // database's log beyond its retention goes, except what a linked peer still needs while

@@ -181,11 +181,12 @@ std::vector<PeerDropStatus> Cluster::ForwardDropTable(const std::string& db,
 }
 
 std::vector<PeerDropStatus> Cluster::ForwardDropDatabase(
-    const std::string& db, Hlc dropped_time,
-    const std::vector<std::pair<std::string, Hlc>>& tables) {
+    const std::string& db, Hlc dropped_time, const std::vector<std::pair<std::string, Hlc>>& tables,
+    Hlc database_marker) {
   peer::v1::ForwardRequest request;
   request.mutable_drop_database()->set_database(db);
   request.mutable_drop_database()->set_dropped_time(dropped_time);
+  request.mutable_drop_database()->set_database_marker(database_marker);
   for (const auto& [table, stamp] : tables) {
     peer::v1::TableStamp* t = request.mutable_drop_database()->add_tables();
     t->set_table(table);
@@ -248,6 +249,11 @@ absl::Status Cluster::ServeDropDatabase(const std::string& peer, const peer::v1:
   // C8 for every table, and the purge of those it keeps.
   CAIRN_ASSIGN_OR_RETURN(const auto results,
                          node_->records->ApplyPeerDropDatabase(d.database(), stamp_of));
+  // P1: the database marker (a DbSchema brings it too; this is the sooner way).
+  if (d.database_marker() != 0) {
+    CAIRN_RETURN_IF_ERROR(
+        node_->catalog->ApplyPeerPlacement(d.database(), nullptr, d.database_marker()));
+  }
   bool dropped = false, kept = excluded;
   for (const auto& [table, result] : results) {
     dropped |= result == catalog::PeerDropResult::kDropped;

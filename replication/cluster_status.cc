@@ -51,12 +51,35 @@ bool SchemaInSync(const catalog::CatalogSnapshot& snap, const PeerStatus& p,
     if (users || db != catalog::kSystemDatabase) theirs.try_emplace(db, SchemaDigest(empty, db));
   }
   if (!users) theirs.erase(std::string(catalog::kSystemDatabase));
+  const bool placement = std::find(p.capabilities.begin(), p.capabilities.end(),
+                                   kPlacementCapability) != p.capabilities.end();
   return std::all_of(theirs.begin(), theirs.end(), [&](const auto& entry) {
-    return entry.second == SchemaDigest(snap, entry.first, exclusions);
+    return entry.second == SchemaDigest(snap, entry.first, exclusions, placement);
   });
 }
 
 }  // namespace
+
+std::vector<std::string> Cluster::KnownNodes() const {
+  std::vector<std::string> out{options_.node_name};
+  absl::MutexLock lock(&mu_);
+  for (const auto& [name, state] : peers_) out.push_back(name);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<std::string> Cluster::PeersWithoutPlacement() const {
+  std::vector<std::string> out;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [name, state] : peers_) {
+    if (state.links > 0 && std::find(state.capabilities.begin(), state.capabilities.end(),
+                                     kPlacementCapability) == state.capabilities.end()) {
+      out.push_back(name);
+    }
+  }
+  return out;
+}
 
 std::vector<PeerStatus> Cluster::Status() const {
   catalog::SnapshotRef snap = node_->catalog->Snapshot();

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "catalog/placement.h"
 #include "common/fault.h"
 #include "common/fault_points.h"
 #include "common/status.h"
@@ -98,6 +99,13 @@ absl::StatusOr<bool> LinkSession::ReadHello() {
   accepted.attribute_markers = accepted.schema && has(kAttributeMarkersCapability);
   accepted.schema_delta = accepted.schema && has(kSchemaDeltaCapability);
   accepted.users = accepted.schema && has(kUsersCapability);
+  accepted.placement = accepted.schema && has(kPlacementCapability);
+  // P6: a cluster that holds a placed database cannot link a node that would not keep it.
+  if (!accepted.placement && catalog::HoldsPlacedDatabase(*cluster_->node()->catalog->Snapshot())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the peer does not advertise ", kPlacementCapability,
+                     " and this node holds placed databases (design 0013, P6): upgrade it first"));
+  }
   // Records need both: a batch is only applicable after its table's schema.
   accepted.records = accepted.schema && has(kRecordsCapability);
   accepted.echo = accepted.records && has(kEchoCapability);
@@ -182,6 +190,7 @@ void LinkSession::TakeRound(LogSender* sender, Round* round) {
   if (round->schema_due) round->whole.swap(schema_out_.whole);
   round->schema_options.attribute_markers = hello_.attribute_markers;
   round->schema_options.users = hello_.users;
+  round->schema_options.placement = hello_.placement;
   schema_out_.round_due = false;
 }
 
@@ -313,6 +322,7 @@ void LinkSession::WriterLoop() {
   hello.mutable_hello()->add_capabilities(kAttributeMarkersCapability);
   hello.mutable_hello()->add_capabilities(kSchemaDeltaCapability);
   hello.mutable_hello()->add_capabilities(kUsersCapability);
+  hello.mutable_hello()->add_capabilities(kPlacementCapability);
   hello.mutable_hello()->set_log_id(cluster_->node()->log->log_id());
   hello.mutable_hello()->set_wall_ms(absl::ToUnixMillis(cluster_->node()->hlc->WallNow()));
   if (!stream_->Write(hello)) return;

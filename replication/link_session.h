@@ -77,6 +77,8 @@ inline constexpr char kSchemaDeltaCapability[] = "schema.delta.v1";
 inline constexpr char kOriginsCapability[] = "records.origins.v1";
 // DbSchema of the system database: users, roles, their markers, the signing key (SPEC U6).
 inline constexpr char kUsersCapability[] = "schema.users.v1";
+// Design 0013, P1, P6: DbSchema placements and database markers.
+inline constexpr char kPlacementCapability[] = "placement.v1";
 // An advert that only moves origins' `seq` goes at most this often per link (a withdrawal or
 // a new `since` goes at once): each one may cost the peer a batch that moves the cursor.
 inline constexpr absl::Duration kAdvertInterval = absl::Milliseconds(10);
@@ -216,6 +218,7 @@ class LinkSession {
     bool attribute_markers = false;  // ... and C15's markers
     bool schema_delta = false;       // ... and schema.delta.v1
     bool users = false;              // ... and schema.users.v1 (U6)
+    bool placement = false;          // ... and placement.v1 (design 0013, P1, P6)
     bool records = false;            // records.v1 (with schema.v1: rows need their table)
     bool echo = false;               // ... and records.echo.v1: it can be asked for echoes
     bool origins = false;            // ... and records.origins.v1 (adverts, design 0004)

@@ -80,9 +80,9 @@ absl::Status LinkSession::ApplySchema(const peer::v1::DbSchema& schema) {
   }
   cluster_->OnSchema(peer_, schema.database(), schema.digest());
   catalog::SnapshotRef snap = node->catalog->Snapshot();
-  const uint64_t ours = SchemaDigest(*snap, schema.database(), exclusions);
   const absl::Time now = node->hlc->WallNow();
   absl::MutexLock lock(&mu_);
+  const uint64_t ours = SchemaDigest(*snap, schema.database(), exclusions, hello_.placement);
   auto& apart = schema_in_.apart;
   auto it = apart.find(schema.database());
   // Something the peer sent is not here: retried until a whole DbSchema applies cleanly (the
@@ -132,7 +132,7 @@ std::vector<std::string> LinkSession::DueSchemaRequests(const catalog::CatalogSn
     const bool changed_here = w.retry && now - w.asked_at >= kSchemaResyncAfter &&
                               DatabaseChangedSince(db, w.asked_at_version);
     if (now < w.next_request && !changed_here) continue;
-    const uint64_t ours = SchemaDigest(snap, db, exclusions);
+    const uint64_t ours = SchemaDigest(snap, db, exclusions, hello_.placement);
     if (ours == w.theirs && !w.retry) continue;  // caught up meanwhile
     if (!w.retry && w.settled == std::make_pair(w.theirs, ours)) continue;
     spdlog::info("[{}] asking {} for its whole schema of '{}': {} since {}",

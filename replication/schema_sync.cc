@@ -5,6 +5,7 @@
 #include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "catalog/placement.h"
 #include "common/fault.h"
 #include "common/fault_points.h"
 #include "common/fnv1a.h"
@@ -46,6 +47,7 @@ std::vector<std::string> SchemaDatabases(const catalog::CatalogSnapshot& snap) {
   absl::btree_set<std::string> names;
   for (const auto& [name, db] : snap.databases) names.insert(name);
   for (const auto& [name, sum] : snap.marker_digests) names.insert(name);
+  for (const auto& [name, marker] : snap.database_markers) names.insert(name);  // P1
   if (HoldsPrincipals(*snap.principals)) names.insert(std::string(catalog::kSystemDatabase));
   return {names.begin(), names.end()};
 }
@@ -91,6 +93,11 @@ peer::v1::DbSchema BuildDbSchema(const catalog::CatalogSnapshot& snap, absl::str
   out.set_database(std::string(db));
   const std::string db_name(db);
   const catalog::DatabaseDef* d = snap.FindDatabase(db);
+  if (options.placement) {
+    // P1: in every DbSchema, whole or delta (a change of the database itself journals "").
+    if (d != nullptr) *out.mutable_placement() = d->placement;
+    out.set_database_marker(snap.DatabaseMarkerFor(db));
+  }
   if (options.only != nullptr) {
     // A delta: the whole state of each name it lists, and nothing of the rest.
     out.set_delta(true);
@@ -110,7 +117,7 @@ peer::v1::DbSchema BuildDbSchema(const catalog::CatalogSnapshot& snap, absl::str
         AddAttributeMarkers(name, snap.AttributeMarkersFor(db, name), &out);
       }
     }
-    out.set_digest(SchemaDigest(snap, db, exclusions));
+    out.set_digest(SchemaDigest(snap, db, exclusions, options.placement));
     return out;
   }
   if (d != nullptr) {
@@ -134,7 +141,7 @@ peer::v1::DbSchema BuildDbSchema(const catalog::CatalogSnapshot& snap, absl::str
       AddAttributeMarkers(it->first.second, it->second, &out);
     }
   }
-  out.set_digest(SchemaDigest(snap, db, exclusions));
+  out.set_digest(SchemaDigest(snap, db, exclusions, options.placement));
   return out;
 }
 
@@ -222,7 +229,7 @@ void DropNames(const absl::flat_hash_set<std::string>& names, peer::v1::DbSchema
 }
 
 uint64_t SchemaDigest(const catalog::CatalogSnapshot& snap, absl::string_view db,
-                      const Exclusions& exclusions) {
+                      const Exclusions& exclusions, bool placement) {
   if (db == catalog::kSystemDatabase) return UsersDigest(*snap.principals);
   // The sums the catalog keeps, less what the route excludes (R11): no walk of the tables or
   // the markers. A database this node does not hold counts as one without tables.
@@ -243,6 +250,13 @@ uint64_t SchemaDigest(const catalog::CatalogSnapshot& snap, absl::string_view db
   h.Add(tables);
   h.Add("markers");
   h.Add(markers);
+  if (placement) {
+    // P1: 0 for a database on every node without a database marker, so such a digest is the
+    // one a node that predates placement computes.
+    const uint64_t p = catalog::PlacementDigest(
+        d != nullptr ? d->placement : catalog::v1::Placement(), snap.DatabaseMarkerFor(db));
+    if (p != 0) h.Add(p);
+  }
   return h.value();
 }
 
@@ -302,6 +316,18 @@ absl::Status ApplyDbSchema(catalog::Catalog* catalog, catalog::RecordStore* reco
       continue;
     }
     ++stats->attribute_markers_applied;
+  }
+  // Then the database itself (P1): its marker, and its placement, before its tables, so a
+  // database a peer's table creates here is already placed. A malformed one is skipped.
+  if (schema.has_placement() || schema.database_marker() != 0) {
+    absl::Status s = catalog->ApplyPeerPlacement(
+        db, schema.has_placement() ? &schema.placement() : nullptr, schema.database_marker());
+    if (!s.ok()) {
+      if (!Skippable(s) && GetErrorCode(s) != ErrorCode::kInvalidName) {
+        return Annotate(s, absl::StrCat("placement of ", db));
+      }
+      ++stats->skipped;
+    }
   }
   // Step 2: definitions (C4 additive, C5 stamped, C6 dead generations refused).
   for (const peer::v1::PeerTable& t : schema.tables()) {

@@ -55,6 +55,9 @@ struct SchemaOptions {
   // The system database's users, roles, markers and key (SPEC U6): only to a peer that
   // advertised "schema.users.v1" (R1); to another, no DbSchema of it at all.
   bool users = true;
+  // The database's placement and database marker (design 0013, P1): only to a peer that
+  // advertised "placement.v1"; the digest covers them only then.
+  bool placement = true;
   // A delta (DbSchema.delta, R3 incremental): the definition, marker and attribute markers
   // of these names only ("" names the database itself: nothing but the digest). Null: the
   // whole database.
@@ -104,8 +107,9 @@ void DropNames(const absl::flat_hash_set<std::string>& names, peer::v1::DbSchema
 // generations (C4) and are still in sync. A node-local table (C11) that shadows a peer's name
 // keeps the digests apart: the nodes really do differ there.
 // `exclusions` leave their tables out, as BuildDbSchema does.
+// `placement`: the database's placement and marker count too (P1; a peer with "placement.v1").
 uint64_t SchemaDigest(const catalog::CatalogSnapshot& snap, absl::string_view db,
-                      const Exclusions& exclusions = {});
+                      const Exclusions& exclusions = {}, bool placement = true);
 
 struct SchemaApplyStats {
   uint64_t markers_applied = 0;            // retired a generation or recorded a newer marker

@@ -70,6 +70,10 @@ std::string UserMarkerKey(absl::string_view username) {
 }
 std::string RoleMarkerKey(absl::string_view id) { return absl::StrCat(kRoleMarkerPrefix, id); }
 
+std::string DatabaseMarkerKey(absl::string_view db) {
+  return absl::StrCat(kDatabaseMarkerPrefix, db);
+}
+
 std::string MarkerKey(absl::string_view db, absl::string_view table) {
   return absl::StrCat(kMarkerPrefix, db, "/", table);
 }

@@ -1,6 +1,7 @@
 // Key layouts of every column family (SPEC §2a). Thread-compatible free functions.
 //
 //   catalog    D/<db>                              DatabaseRow
+//              E/<db>                              DatabaseMarker (design 0013, P1)
 //              T/<db>/<table>/<generation BE64>    TableRow (primary row, maybe tombstoned)
 //              A/<generation BE64><attribute>      AttributeRow
 //              M/<db>/<table>                      DropMarker
@@ -54,6 +55,8 @@ std::string TableKey(absl::string_view db, absl::string_view table, uint64_t gen
 inline constexpr absl::string_view kTablePrefix = "T/";
 std::string AttributeKey(uint64_t generation, absl::string_view attribute);
 std::string AttributePrefix(uint64_t generation);
+std::string DatabaseMarkerKey(absl::string_view db);
+inline constexpr absl::string_view kDatabaseMarkerPrefix = "E/";
 std::string MarkerKey(absl::string_view db, absl::string_view table);
 inline constexpr absl::string_view kMarkerPrefix = "M/";
 std::string AttributeMarkerKey(absl::string_view db, absl::string_view table,

@@ -15,6 +15,7 @@
 #include "common/fault_points.h"
 #include "grpcpp/grpcpp.h"
 #include "replication/schema_sync.h"
+#include "tests/replication/raw_link.h"
 #include "tests/replication/test_node.h"
 #include "tests/testing/testing.h"
 
@@ -22,28 +23,6 @@ namespace cairn::replication {
 namespace {
 
 using ::testing::ElementsAre;
-
-// A Link call made by hand, as a peer named `claimed` (with the test secret), that has sent a
-// Hello naming `hello_name`.
-struct RawLink {
-  RawLink(const TestNode& to, const std::string& claimed, const std::string& hello_name)
-      : peer_client(peer::v1::Peer::NewStub(
-            grpc::CreateChannel(to.address(), grpc::InsecureChannelCredentials()))) {
-    context.AddMetadata("cairn-node", claimed);
-    context.AddMetadata("cairn-secret", "s3cret");
-    stream = peer_client->Link(&context);
-    peer::v1::LinkMessage hello;
-    hello.mutable_hello()->set_node_name(hello_name);
-    hello.mutable_hello()->set_protocol_version(1);
-    hello.mutable_hello()->add_capabilities("schema.v1");
-    hello_sent = stream->Write(hello);
-  }
-  std::unique_ptr<peer::v1::Peer::StubInterface> peer_client;
-  grpc::ClientContext context;
-  std::unique_ptr<grpc::ClientReaderWriterInterface<peer::v1::LinkMessage, peer::v1::LinkMessage>>
-      stream;
-  bool hello_sent = false;
-};
 
 class ClusterTest : public ::testing::Test {
  protected:
@@ -82,10 +61,10 @@ TEST_F(ClusterTest, R3_ATableCreatedOnOneNodeAppearsOnThePeer) {
   ExpectConnectedAndInSync(b.get(), a.get());
   PeerStatus s = a->StatusOf("b");
   EXPECT_TRUE(s.authenticated);
-  EXPECT_THAT(
-      s.capabilities,
-      ElementsAre("schema.v1", "records.v1", "records.echo.v1", "records.origins.v1", "verify.v1",
-                  "schema.attribute_markers.v1", "schema.delta.v1", "schema.users.v1"));
+  EXPECT_THAT(s.capabilities,
+              ElementsAre("schema.v1", "records.v1", "records.echo.v1", "records.origins.v1",
+                          "verify.v1", "schema.attribute_markers.v1", "schema.delta.v1",
+                          "schema.users.v1", "placement.v1"));
 }
 
 TEST_F(ClusterTest, R3_ARouteOnOneSideIsEnoughForBoth) {

@@ -1,0 +1,56 @@
+// Placement (design 0013): which nodes hold a database's rows. Pure functions of placements and
+// node names; the Catalog stores and merges them (catalog_placement.cc). Thread-compatible.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "cairn/catalog/v1/catalog.pb.h"
+
+namespace cairn::catalog {
+
+// At most this many members in a placement, from a client or a peer (a cluster larger than
+// this places with replica_count).
+inline constexpr size_t kMaxPlacementMembers = 256;
+// A node name as a placement holds it: 1-256 bytes of UTF-8 without control characters, and
+// not "*" (which stands for every node). INVALID_NAME names the bad value.
+absl::Status ValidateNodeName(absl::string_view name);
+
+// Every node: the placement of a database nobody placed (P1).
+inline bool IsEveryNode(const v1::Placement& p) { return p.members().empty(); }
+// Whether `node` holds the database's rows under `p` (P3).
+bool IsMember(const v1::Placement& p, absl::string_view node);
+// P1: whether `a` wins over `b`, last-writer-wins on (stamp, origin) as users and roles (U6).
+bool PlacementNewer(const v1::Placement& a, const v1::Placement& b);
+// The members a client gave, sorted and checked: 1..kMaxPlacementMembers valid, distinct
+// names. BAD_REQUEST (INVALID_NAME for a bad name) names the problem.
+absl::StatusOr<std::vector<std::string>> NormalizeMembers(std::vector<std::string> members);
+// A peer's placement (its values are input): valid, sorted, distinct member names, at most
+// kMaxPlacementMembers, and an origin that is a node name or "". BAD_REQUEST names the problem.
+absl::Status ValidatePeerPlacement(const v1::Placement& p);
+
+// P2: the `count` names of `nodes` with the highest rendezvous hash of (database, name),
+// sorted by name. Deterministic: every node given the same names picks the same ones. Requires
+// count <= nodes.size() and distinct names.
+std::vector<std::string> RendezvousMembers(absl::string_view db, std::vector<std::string> nodes,
+                                           size_t count);
+// `nodes` in rendezvous order for `db`, highest hash first (P2, and the order P4 tries members).
+std::vector<std::string> RendezvousOrder(absl::string_view db, std::vector<std::string> nodes);
+
+struct CatalogSnapshot;
+// P6: whether any database of `snap` has members (is not on every node).
+bool HoldsPlacedDatabase(const CatalogSnapshot& snap);
+
+// "*" for every node, else the members joined by ",". For logs and messages.
+std::string DescribeMembers(const v1::Placement& p);
+// The schema digest's share of a database's placement and database marker (FNV-1a; the same on
+// every node and build): 0 for every node with no marker, so a cluster that places nothing
+// digests as before placement existed.
+uint64_t PlacementDigest(const v1::Placement& p, uint64_t database_marker);
+
+}  // namespace cairn::catalog
