@@ -17,6 +17,7 @@
 #include "replication/schema_sync.h"
 #include "tests/replication/raw_link.h"
 #include "tests/replication/test_node.h"
+#include "tests/testing/hand_call.h"
 #include "tests/testing/testing.h"
 
 namespace cairn::replication {
@@ -343,6 +344,7 @@ TEST_F(ClusterTest, R9_ForwardNamingAnotherNodeThanTheCallerIsRefused) {
   for (const char* provenance : {"c", ""}) {
     SCOPED_TRACE(provenance);
     grpc::ClientContext context;
+    testing::MustReachNode(context);
     context.AddMetadata("cairn-node", "a");
     context.AddMetadata("cairn-secret", "s3cret");
     if (*provenance) context.AddMetadata("cairn-replicated-from", provenance);
@@ -366,6 +368,7 @@ TEST_F(ClusterTest, R2_WithoutASecretOrTlsNoPeerCallIsApplied) {
   request.mutable_drop_table()->set_table("t");
   request.mutable_drop_table()->set_dropped_time(HybridClock::Make(4'000'000'000'000, 0));
   grpc::ClientContext context;
+  testing::MustReachNode(context);
   context.AddMetadata("cairn-node", "anyone");
   context.AddMetadata("cairn-replicated-from", "anyone");
   peer::v1::ForwardResponse response;
@@ -622,6 +625,7 @@ TEST_F(ClusterTest, R16_StampsFromTheFutureAreRefusedBeforeTheyAreObserved) {
   auto peer_client = peer::v1::Peer::NewStub(
       grpc::CreateChannel(a->address(), grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
+  testing::MustReachNode(context);
   context.AddMetadata("cairn-node", "x");
   context.AddMetadata("cairn-secret", "s3cret");
   context.AddMetadata("cairn-replicated-from", "x");

@@ -2,7 +2,6 @@
 // says, for tests of what a node does with an old, odd or forged peer.
 #pragma once
 
-#include <chrono>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -10,6 +9,7 @@
 #include "cairn/peer/v1/peer.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tests/replication/test_node.h"
+#include "tests/testing/hand_call.h"
 
 namespace cairn::replication {
 
@@ -20,8 +20,7 @@ struct RawLink {
           std::initializer_list<const char*> capabilities = {"schema.v1"})
       : peer_client(peer::v1::Peer::NewStub(
             grpc::CreateChannel(to.address(), grpc::InsecureChannelCredentials()))) {
-    // A refusal the test expects but the node does not make fails the test, not the timeout.
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    testing::MustReachNode(context);
     context.AddMetadata("cairn-node", claimed);
     context.AddMetadata("cairn-secret", "s3cret");
     stream = peer_client->Link(&context);
