@@ -22,6 +22,7 @@ namespace cairn::catalog {
 using internal::DeleteAttributeMarkers;
 using internal::EraseAttributeMarkers;
 using internal::MarkerId;
+using internal::PeersWithCursorIn;
 using internal::PutProto;
 using internal::Qualified;
 using internal::SubsumedAttributeMarkers;
@@ -29,24 +30,6 @@ using storage::Cf;
 using storage::ToSlice;
 
 namespace {
-
-// R14: the peers this node applied rows of `db` from (those with a cursor in it).
-absl::StatusOr<std::vector<std::string>> PeersWithCursorIn(storage::Engine* engine,
-                                                           absl::string_view db) {
-  std::vector<std::string> peers;
-  const std::string prefix(storage::kCursorPrefix);
-  auto it = engine->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(prefix));
-  for (it->Seek(ToSlice(prefix)); it->Valid(); it->Next()) {
-    absl::string_view key(it->key().data(), it->key().size());
-    key.remove_prefix(prefix.size());
-    const size_t nul = key.find('\0');
-    if (nul != absl::string_view::npos && key.substr(nul + 1) == db) {
-      peers.emplace_back(key.substr(0, nul));
-    }
-  }
-  CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
-  return peers;
-}
 
 // Whether `generation` holds peer rows with a row generation in [lo, hi) (storage::RowGenKey).
 absl::StatusOr<bool> HoldsRowGenerations(storage::Engine* engine, uint64_t generation, Hlc lo,

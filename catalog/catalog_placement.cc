@@ -22,6 +22,30 @@ using storage::ToSlice;
 
 namespace {
 
+// Design 0013, P3 (3): this node becomes a member of `d`. A peer that streamed the database
+// to it while this node held it was not (their placements disagreed) had its entries dropped
+// here, behind the cursor it moved; each such peer (one with a cursor in the database) is
+// asked again for every replicated table (R14: a merging copy), in the placement's batch. A
+// peer that held back instead sends a full copy of its own accord (LogSender::Next).
+absl::Status PutJoinRefetches(storage::Engine* engine, const DatabaseDef& d, Hlc stamp,
+                              rocksdb::WriteBatch* batch) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> peers,
+                         internal::PeersWithCursorIn(engine, d.name));
+  std::string when;
+  storage::PutBigEndian64(stamp, &when);
+  for (const std::string& peer : peers) {
+    for (const auto& [name, def] : d.tables) {
+      if (!def->replicate()) continue;
+      batch
+          ->Put(engine->cf(storage::Cf::kMeta),
+                storage::ToSlice(storage::RefetchKey(d.name, name, peer)),
+                when)
+          .PermitUncheckedError();  // why ignored: WriteBatch fails only beyond 4 GiB
+    }
+  }
+  return absl::OkStatus();
+}
+
 v1::Placement MakePlacement(const PlacementSpec& spec, Hlc stamp, absl::string_view origin) {
   v1::Placement p;
   for (const std::string& m : spec.members) p.add_members(m);
@@ -172,6 +196,10 @@ absl::Status Catalog::MergePlacement(const DatabaseLock& lock, absl::string_view
       (d != nullptr && row.has_value() &&
        (d->placement.SerializeAsString() != row->placement().SerializeAsString()));
   if (!database_changed && marker <= held_marker) return absl::OkStatus();
+  if (d != nullptr && row.has_value() && !IsMember(d->placement, options_.node_name) &&
+      IsMember(row->placement(), options_.node_name)) {
+    CAIRN_RETURN_IF_ERROR(PutJoinRefetches(engine_, *d, row->placement().stamp(), &batch));
+  }
   if (database_changed) {
     if (row.has_value()) {
       PutProto(engine_, &batch, Cf::kCatalog, storage::DatabaseKey(db), *row);

@@ -45,8 +45,8 @@ absl::StatusOr<FeedCursor> FeedCursor::Parse(absl::string_view text) {
 }
 
 absl::StatusOr<std::unique_ptr<ChangeFeed>> ChangeFeed::Open(LocalNode* node, FeedOptions options) {
-  CAIRN_ASSIGN_OR_RETURN(TableRef def,
-                         node->catalog->Snapshot()->FindTable(options.database, options.table));
+  // Design 0013, P3: a subscription reads this node's rows and log, which a non-member lacks.
+  CAIRN_ASSIGN_OR_RETURN(TableRef def, node->records->ResolveRows(options.database, options.table));
   for (const std::string& a : options.get_attributes) {
     if (a != "*" && def->FindAttribute(a) == nullptr) {
       return Error(ErrorCode::kUnknownAttribute, absl::StrCat("unknown attribute '", a, "'"));

@@ -111,6 +111,11 @@ bool HoldsPlacedDatabase(const CatalogSnapshot& snap) {
   return false;
 }
 
+bool HoldsRowsOf(const CatalogSnapshot& snap, absl::string_view db, absl::string_view node) {
+  const DatabaseDef* d = snap.FindDatabase(db);
+  return d == nullptr || IsMember(d->placement, node);
+}
+
 std::string DescribeMembers(const v1::Placement& p) {
   return IsEveryNode(p) ? std::string("*") : absl::StrJoin(p.members(), ",");
 }

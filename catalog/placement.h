@@ -45,6 +45,9 @@ std::vector<std::string> RendezvousOrder(absl::string_view db, std::vector<std::
 struct CatalogSnapshot;
 // P6: whether any database of `snap` has members (is not on every node).
 bool HoldsPlacedDatabase(const CatalogSnapshot& snap);
+// P3: whether `node` holds rows of `db` as `snap` places it. A database `snap` does not know
+// is held (its entries wait for its schema, R17, as before placement).
+bool HoldsRowsOf(const CatalogSnapshot& snap, absl::string_view db, absl::string_view node);
 
 // "*" for every node, else the members joined by ",". For logs and messages.
 std::string DescribeMembers(const v1::Placement& p);

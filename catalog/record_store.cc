@@ -9,6 +9,7 @@
 #include "catalog/internal/record_batch.h"
 #include "catalog/internal/record_codec.h"
 #include "catalog/names.h"
+#include "catalog/placement.h"
 #include "common/fault_points.h"
 #include "common/status.h"
 #include "storage/keys.h"
@@ -226,6 +227,22 @@ absl::StatusOr<TableRef> RecordStore::Resolve(absl::string_view db, absl::string
   return catalog_->Snapshot()->FindTable(db, table);
 }
 
+absl::StatusOr<TableRef> RecordStore::ResolveRows(absl::string_view db,
+                                                  absl::string_view table) const {
+  const SnapshotRef snap = catalog_->Snapshot();
+  CAIRN_ASSIGN_OR_RETURN(TableRef def, snap->FindTable(db, table));
+  const DatabaseDef* d = snap->FindDatabase(db);
+  if (def->replicate() && d != nullptr && !IsMember(d->placement, options_.node_name)) {
+    return Error(ErrorCode::kNotAMember,
+                 absl::StrCat("this node (", options_.node_name,
+                              ") does not hold the rows of "
+                              "database '",
+                              db, "'; its members are ", DescribeMembers(d->placement),
+                              ": send the request to one of them"));
+  }
+  return def;
+}
+
 absl::StatusOr<TableRef> RecordStore::Refresh(const TableRef& def) const {
   auto live = catalog_->Snapshot()->FindTable(def->database(), def->name());
   if (!live.ok() || (*live)->generation_id() != def->generation_id()) {
@@ -256,7 +273,7 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
   if (!records.is_array()) {
     return Error(ErrorCode::kBadRequest, "'records' must be an array of objects");
   }
-  CAIRN_ASSIGN_OR_RETURN(TableRef def, Resolve(db, table));
+  CAIRN_ASSIGN_OR_RETURN(TableRef def, ResolveRows(db, table));
   CAIRN_ASSIGN_OR_RETURN(Gate::Token token, def->state()->Admit(def->QualifiedName()));
 
   // 1. Primary keys (D1): every record must have a usable one before anything is written.
@@ -335,7 +352,7 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
 absl::StatusOr<WriteResult> RecordStore::Delete(absl::string_view db, absl::string_view table,
                                                 const json& ids) {
   if (!ids.is_array()) return Error(ErrorCode::kBadRequest, "'ids' must be an array");
-  CAIRN_ASSIGN_OR_RETURN(TableRef def, Resolve(db, table));
+  CAIRN_ASSIGN_OR_RETURN(TableRef def, ResolveRows(db, table));
   CAIRN_ASSIGN_OR_RETURN(Gate::Token token, def->state()->Admit(def->QualifiedName()));
   std::vector<Slot> slots;
   absl::flat_hash_map<std::string, size_t> slot_of;

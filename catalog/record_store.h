@@ -85,6 +85,9 @@ struct ApplyStats {
   // C13, a body that is not a JSON object, bad attribute names.
   uint64_t malformed = 0;
   uint64_t parked = 0;  // its table not live here yet, left to the caller (R17)
+  // Design 0013, P3: the database's placement does not name this node; every entry is
+  // dropped (and `extra` still runs, so cursors and parked keys move as for any skip).
+  uint64_t not_member = 0;
   // Values of dropped attributes removed from applied rows (C15); not an entry count.
   uint64_t values_stripped = 0;
 };
@@ -113,6 +116,11 @@ class RecordStore {
   ~RecordStore();  // stops the strip worker (StopStrips)
   const std::string& node_name() const { return options_.node_name; }
   FaultRegistry* faults() const { return options_.faults; }
+
+  // The live table for a client's reads and writes of rows: NOT_A_MEMBER (503, naming the members)
+  // for a replicated table of a database this node does not hold (design 0013, P3; P4 will
+  // forward instead). A node-local table (C11) is served where it is.
+  absl::StatusOr<TableRef> ResolveRows(absl::string_view db, absl::string_view table) const;
 
   // insert / upsert / update of a JSON array of objects (SPEC §5). All or nothing: any
   // invalid record refuses the whole batch with nothing written.

@@ -13,6 +13,7 @@
 #include "catalog/internal/record_batch.h"
 #include "catalog/internal/record_codec.h"
 #include "catalog/names.h"
+#include "catalog/placement.h"
 #include "catalog/record_store.h"
 #include "common/fault_points.h"
 #include "common/status.h"
@@ -86,6 +87,14 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
     PeerApply a(entries.size());
     if (unapplied != nullptr) unapplied->clear();
     SnapshotRef snap = catalog_->Snapshot();
+    if (!HoldsRowsOf(*snap, db, options_.node_name)) {
+      // P3: a non-member holds no row of the database, whichever path brought it (stream,
+      // parked retry, refetch, Verify repair). A placement that adds this node later brings
+      // the rows by copies (design 0013, "Who sends what").
+      a.stats.not_member = entries.size();
+      CAIRN_RETURN_IF_ERROR(WritePeerBatch(db, extra, &a));
+      return a.stats;
+    }
     CAIRN_RETURN_IF_ERROR(ResolvePeerEntries(db, *snap, entries, unapplied, &a));
     CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kApplyBeforeAttributes));
     for (auto& [table, specs] : a.missing) {

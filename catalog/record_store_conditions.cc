@@ -535,7 +535,7 @@ class ConditionScan {
 absl::Status RecordStore::SearchByConditions(absl::string_view db, absl::string_view table,
                                              ConditionSearch search, const SearchOptions& options,
                                              const Visitor& visit) {
-  CAIRN_ASSIGN_OR_RETURN(TableRef def, Resolve(db, table));
+  CAIRN_ASSIGN_OR_RETURN(TableRef def, ResolveRows(db, table));
   CAIRN_RETURN_IF_ERROR(ResolveConditions(*def, &search));
   std::vector<std::string> fields;
   CAIRN_RETURN_IF_ERROR(ProjectInto(*def, options, &fields));

@@ -48,7 +48,7 @@ absl::Status RecordStore::ProjectInto(const TableDef& def, const SearchOptions& 
 absl::Status RecordStore::SearchById(absl::string_view db, absl::string_view table, const json& ids,
                                      const SearchOptions& options, const Visitor& visit) {
   if (!ids.is_array()) return Error(ErrorCode::kBadRequest, "'ids' must be an array");
-  CAIRN_ASSIGN_OR_RETURN(TableRef def, Resolve(db, table));
+  CAIRN_ASSIGN_OR_RETURN(TableRef def, ResolveRows(db, table));
   std::vector<std::string> fields;
   CAIRN_RETURN_IF_ERROR(ProjectInto(*def, options, &fields));
   if (options.validate_only) {
@@ -84,7 +84,7 @@ absl::Status RecordStore::SearchById(absl::string_view db, absl::string_view tab
 absl::Status RecordStore::SearchByValue(absl::string_view db, absl::string_view table,
                                         absl::string_view attribute, const json& value,
                                         const SearchOptions& options, const Visitor& visit) {
-  CAIRN_ASSIGN_OR_RETURN(TableRef def, Resolve(db, table));
+  CAIRN_ASSIGN_OR_RETURN(TableRef def, ResolveRows(db, table));
   if (def->FindAttribute(attribute) == nullptr) {
     return Error(ErrorCode::kUnknownAttribute, absl::StrCat("unknown attribute '", attribute, "'"));
   }

@@ -53,6 +53,7 @@ constexpr CodeInfo kCodes[] = {
     {"TOO_MANY_LOGINS", absl::StatusCode::kResourceExhausted, 429},
     {"NODE_EXISTS", absl::StatusCode::kAlreadyExists, 400},
     {"TOO_MANY_SUBSCRIPTIONS", absl::StatusCode::kUnavailable, 503},
+    {"NOT_A_MEMBER", absl::StatusCode::kUnavailable, 503},
 };
 static_assert(sizeof(kCodes) / sizeof(kCodes[0]) == kMaxErrorCode + 1);
 

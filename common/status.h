@@ -49,8 +49,9 @@ enum class ErrorCode : int32_t {
   kTooManyLogins = 29,           // RESOURCE_EXHAUSTED    429  failed logins of an address or user
   kNodeExists = 30,              // ALREADY_EXISTS        400  add_node of a routed name
   kTooManySubscriptions = 31,    // UNAVAILABLE           503  over --max-subscriptions (W5)
+  kNotAMember = 32,              // UNAVAILABLE           503  design 0013, P3 (P4 forwards)
 };
-inline constexpr int kMaxErrorCode = 31;
+inline constexpr int kMaxErrorCode = 32;
 
 // The canonical code that goes with a domain code (the table above).
 absl::StatusCode CanonicalCodeFor(ErrorCode code);

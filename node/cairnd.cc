@@ -250,6 +250,10 @@ void AddReplicationMetrics(Metrics* metrics, replication::Cluster* cluster) {
        "Entries received from peers that this node already held (D5 identity ties).", "counter",
        [cluster] { return static_cast<double>(cluster->entries_duplicate()); }});
   metrics->AddExternal(
+      {"cairn_replication_entries_not_member_total",
+       "Entries received from peers of databases this node is not a member of, dropped (P3).",
+       "counter", [cluster] { return static_cast<double>(cluster->entries_not_member()); }});
+  metrics->AddExternal(
       {"cairn_replication_links_failed_total",
        "Peer links that ended with an error (a peer gone, a cut, a closed transport).", "counter",
        [cluster] { return static_cast<double>(cluster->links_failed()); }});

@@ -92,6 +92,8 @@ absl::StatusOr<Reply> OpsApi::ClusterStatus(const Fields& f) const {
   if (options_.cluster != nullptr) {
     // R16: links, snapshots, batches and forwarded drops refused for a clock or stamp ahead.
     body["clock_offset_refusals"] = options_.cluster->clock_bound().refusals();
+    // P3, P11: peers' entries of databases this node is not a member of, dropped.
+    body["entries_not_member"] = options_.cluster->entries_not_member();
   }
   return JsonReply(body);
 }

@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "catalog/placement.h"
 #include "common/fault_points.h"
 #include "common/status.h"
 #include "replication/cluster.h"
@@ -115,6 +116,12 @@ void AntiEntropy::Stop() {
   if (loop_.joinable()) loop_.join();
 }
 
+bool AntiEntropy::BothMembers(const catalog::CatalogSnapshot& snap, const std::string& db,
+                              const std::string& peer) const {
+  return catalog::HoldsRowsOf(snap, db, node_->records->node_name()) &&
+         catalog::HoldsRowsOf(snap, db, peer);
+}
+
 bool AntiEntropy::Stopping() const {
   absl::MutexLock lock(&mu_);
   return stopping_ || cluster_->stopping();
@@ -133,6 +140,7 @@ void AntiEntropy::Loop() {
           absl::MutexLock lock(&mu_);
           if (stopping_) return;
         }
+        if (!BothMembers(*snap, db, peer)) continue;  // P3
         PeerVerify r = Verify(peer, db);
         if (!r.status.ok()) {
           spdlog::warn("[{}] verify of '{}' with {}: {}", node_->records->node_name(), db, peer,
@@ -183,6 +191,14 @@ PeerVerify AntiEntropy::Verify(const std::string& peer, const std::string& db,
   const catalog::DatabaseDef* database = snap->FindDatabase(db);
   if (database == nullptr) {
     out.status = Error(ErrorCode::kDatabaseNotFound, absl::StrCat("database '", db, "' not found"));
+    return out;
+  }
+  if (!BothMembers(*snap, db, peer)) {
+    // P3: only members hold the rows, so only members compare them.
+    out.status = Error(ErrorCode::kNotAMember,
+                       absl::StrCat("database '", db, "' is placed on ",
+                                    catalog::DescribeMembers(database->placement), ", not on both ",
+                                    node_->records->node_name(), " and ", peer));
     return out;
   }
   std::vector<TableRef> tables;

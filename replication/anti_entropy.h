@@ -186,6 +186,9 @@ class AntiEntropy {
   Hlc SettledBefore() const;
   void Loop() ABSL_LOCKS_EXCLUDED(mu_);
   bool Stopping() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Design 0013, P3: whether this node and `peer` both hold the rows of `db` in `snap`.
+  bool BothMembers(const catalog::CatalogSnapshot& snap, const std::string& db,
+                   const std::string& peer) const;
   void Record(const PeerVerify& result, bool whole_database) ABSL_LOCKS_EXCLUDED(mu_);
 
   catalog::LocalNode* const node_;

@@ -271,10 +271,13 @@ class Cluster {
     entries_received_.fetch_add(entries, std::memory_order_relaxed);
     entries_applied_.fetch_add(stats.applied, std::memory_order_relaxed);
     entries_duplicate_.fetch_add(stats.duplicates, std::memory_order_relaxed);
+    entries_not_member_.fetch_add(stats.not_member, std::memory_order_relaxed);
   }
   uint64_t entries_received() const { return entries_received_.load(); }
   uint64_t entries_applied() const { return entries_applied_.load(); }
   uint64_t entries_duplicate() const { return entries_duplicate_.load(); }
+  // Design 0013, P3 and P11: entries dropped for a database this node is not a member of.
+  uint64_t entries_not_member() const { return entries_not_member_.load(); }
   uint64_t schema_messages_sent() const { return schema_messages_sent_.load(); }
   uint64_t schema_bytes_sent() const { return schema_bytes_sent_.load(); }
   uint64_t schema_tables_sent() const { return schema_tables_sent_.load(); }
@@ -339,6 +342,7 @@ class Cluster {
   mutable LogLimiter refusals_{kRefusalLogEvery};  // Authenticate's, per source address
   std::atomic<uint64_t> entries_received_{0};
   std::atomic<uint64_t> entries_applied_{0};
+  std::atomic<uint64_t> entries_not_member_{0};
   std::atomic<uint64_t> entries_duplicate_{0};
   std::atomic<uint64_t> schema_messages_sent_{0};
   std::atomic<uint64_t> schema_bytes_sent_{0};

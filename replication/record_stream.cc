@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "catalog/names.h"
+#include "catalog/placement.h"
 #include "common/fault.h"
 #include "common/fault_points.h"
 #include "common/status.h"
@@ -432,7 +433,8 @@ absl::StatusOr<bool> LogSender::NextRefetch(const catalog::CatalogSnapshot& snap
   out->mutable_refetch()->set_table(r.table);
   auto def = snap.FindTable(r.db, r.table);
   bool exhausted = true;
-  if (def.ok() && (*def)->replicate() && !Excluded(r.db, r.table)) {
+  if (def.ok() && (*def)->replicate() && !Excluded(r.db, r.table) &&
+      catalog::HoldsRowsOf(snap, r.db, peer_)) {  // P3: rows only to members
     size_t bytes = 0;
     CAIRN_ASSIGN_OR_RETURN(exhausted, CopyRows(**def, &r.after_key, out, &bytes));
   }
@@ -442,6 +444,14 @@ absl::StatusOr<bool> LogSender::NextRefetch(const catalog::CatalogSnapshot& snap
     refetch_.pop_front();
   }
   return true;
+}
+
+void LogSender::ForgetNonMembers(const catalog::CatalogSnapshot& snap) {
+  for (auto& [db, state] : dbs_) {
+    if (!state.started || catalog::HoldsRowsOf(snap, db, peer_)) continue;
+    state = Db{};
+    holds_.ResetDatabase(db);
+  }
 }
 
 absl::StatusOr<bool> LogSender::Next(const catalog::CatalogSnapshot& snap,
@@ -457,6 +467,7 @@ absl::StatusOr<bool> LogSender::Next(const catalog::CatalogSnapshot& snap,
       if (db != catalog::kSystemDatabase) dbs_.try_emplace(db);  // no table, no log (U6)
     }
     for (const std::string& db : node_->log->Databases()) dbs_.try_emplace(db);
+    ForgetNonMembers(snap);
   }
   // R17: refetches get every kRefetchShare-th batch while databases have work, so that
   // steady writes anywhere do not starve them.
@@ -467,6 +478,7 @@ absl::StatusOr<bool> LogSender::Next(const catalog::CatalogSnapshot& snap,
     if (start == dbs_.end()) start = dbs_.begin();
     const std::string& db = start->first;
     Db& state = start->second;
+    if (!catalog::HoldsRowsOf(snap, db, peer_)) continue;  // P3 (ForgetNonMembers)
     bool produced = false;
     if (!state.started && !StartCopy(snap, db, &state)) continue;
     if (state.copy.has_value()) {

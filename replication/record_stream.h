@@ -104,6 +104,10 @@ class LogSender {
   };
 
   bool Excluded(absl::string_view db, absl::string_view table) const;
+  // Design 0013, P3: the databases `snap` no longer places on the peer are sent nothing and
+  // keep no log for it (Needs); should one become the peer's again, its stream starts over
+  // as a full copy (R7), which covers whatever the peer dropped meanwhile.
+  void ForgetNonMembers(const catalog::CatalogSnapshot& snap);
   // The live, replicating, not excluded tables of `db`, in name order.
   std::vector<catalog::TableRef> CopyTables(const catalog::CatalogSnapshot& snap,
                                             const std::string& db) const;

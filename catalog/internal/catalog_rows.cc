@@ -5,6 +5,7 @@
 #include "catalog/names.h"
 #include "common/status.h"
 #include "storage/keys.h"
+#include "storage/rocksdb_status.h"
 
 namespace cairn::catalog::internal {
 
@@ -40,6 +41,23 @@ void PutProto(storage::Engine* engine, rocksdb::WriteBatch* batch, Cf cf, absl::
               const google::protobuf::MessageLite& msg) {
   // why ignored: WriteBatch::Put fails only for values over 4 GiB.
   batch->Put(engine->cf(cf), ToSlice(key), msg.SerializeAsString()).PermitUncheckedError();
+}
+
+absl::StatusOr<std::vector<std::string>> PeersWithCursorIn(storage::Engine* engine,
+                                                           absl::string_view db) {
+  std::vector<std::string> peers;
+  const std::string prefix(storage::kCursorPrefix);
+  auto it = engine->NewIterator(Cf::kMeta, nullptr, storage::PrefixSuccessor(prefix));
+  for (it->Seek(ToSlice(prefix)); it->Valid(); it->Next()) {
+    absl::string_view key(it->key().data(), it->key().size());
+    key.remove_prefix(prefix.size());
+    const size_t nul = key.find('\0');
+    if (nul != absl::string_view::npos && key.substr(nul + 1) == db) {
+      peers.emplace_back(key.substr(0, nul));
+    }
+  }
+  CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
+  return peers;
 }
 
 std::string BigEndian(uint64_t v) {

@@ -30,6 +30,10 @@ inline std::pair<std::string, std::string> MarkerId(absl::string_view db, absl::
 void PutProto(storage::Engine* engine, rocksdb::WriteBatch* batch, storage::Cf cf,
               absl::string_view key, const google::protobuf::MessageLite& msg);
 
+// R14: the peers this node applied rows of `db` from (those with a cursor in it).
+absl::StatusOr<std::vector<std::string>> PeersWithCursorIn(storage::Engine* engine,
+                                                           absl::string_view db);
+
 // C15 with C6 (issue 41, point 13): an attribute marker at or before its name's table marker
 // is subsumed by it. Every generation of the name that survives the table marker was created
 // at or after it, so its attributes are no older than the marker (none is removed by the

@@ -56,7 +56,7 @@ bool Same(const ChangeEntry& row, const RowStamp& s) {
 // Rows an apply neither took nor lost to a newer one: a retired generation, a node-local
 // table of the name, malformed, or parked. Differences verify could not repair.
 uint64_t NotApplied(const catalog::ApplyStats& s) {
-  return s.dead_generation + s.node_local + s.malformed + s.parked;
+  return s.dead_generation + s.node_local + s.malformed + s.parked + s.not_member;
 }
 
 bool Dropping(const absl::Status& s) { return GetErrorCode(s) == ErrorCode::kTableDropping; }

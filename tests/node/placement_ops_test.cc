@@ -92,6 +92,27 @@ TEST_F(PlacementOpsTest, P2_AReplicaCountIsResolvedOnceByRendezvousHash) {
       json({"n1", "n2"}));
 }
 
+TEST_F(PlacementOpsTest, P3_ANonMemberAnswersNotAMemberForRows) {
+  Ok({{"operation", "create_database"}, {"database", "away"}, {"replicas", {"n2"}}});
+  Ok({{"operation", "create_table"}, {"database", "away"}, {"table", "t"}, {"primary_key", "id"}});
+  for (const json& op : {json{{"operation", "insert"},
+                              {"database", "away"},
+                              {"table", "t"},
+                              {"records", {{{"id", 1}}}}},
+                         json{{"operation", "search_by_value"},
+                              {"database", "away"},
+                              {"table", "t"},
+                              {"search_attribute", "id"},
+                              {"search_value", "*"}}}) {
+    HttpAnswer a = node_->Post(op);
+    EXPECT_EQ(a.status, 503) << a.body;
+    EXPECT_EQ(a.error_code(), "NOT_A_MEMBER") << a.body;
+    EXPECT_THAT(a.body, HasSubstr("n2")) << a.body;
+  }
+  // Schema operations run on every node (P4).
+  Ok({{"operation", "describe_table"}, {"database", "away"}, {"table", "t"}});
+}
+
 TEST_F(PlacementOpsTest, P11_BadPlacementsAreRefusedByNameWithNothingWritten) {
   const json create = {{"operation", "create_database"}, {"database", "bad"}};
   auto with = [&](const char* field, const json& value) {
