@@ -87,6 +87,8 @@ absl::Status ValidateDatabaseName(absl::string_view name) {
 
 absl::Status ValidateTableName(absl::string_view name) { return ValidateIdentifier("table", name); }
 
+absl::Status ValidateNodeName(absl::string_view name) { return ValidateIdentifier("node", name); }
+
 absl::Status ValidateAttributeName(absl::string_view name) {
   auto bad = [&](absl::string_view why) {
     return Error(ErrorCode::kInvalidName,

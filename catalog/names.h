@@ -15,6 +15,9 @@ inline constexpr absl::string_view kSystemDatabaseName = "system";
 // 1-64 characters of [A-Za-z0-9_-], not starting with '_', and not "system".
 absl::Status ValidateDatabaseName(absl::string_view name);
 absl::Status ValidateTableName(absl::string_view name);
+// A node name as a placement names it (design 0013): the identifier rule --name and routes
+// are held to (node/config.cc, Cluster::AddPeer), so "*" (every node) is never one.
+absl::Status ValidateNodeName(absl::string_view name);
 // 1-kMaxAttributeNameBytes bytes of valid UTF-8, no '/' or '`' (D8), no control characters.
 inline constexpr size_t kMaxAttributeNameBytes = 250;
 absl::Status ValidateAttributeName(absl::string_view name);

@@ -13,23 +13,6 @@
 
 namespace cairn::catalog {
 
-absl::Status ValidateNodeName(absl::string_view name) {
-  if (name.empty() || name.size() > 256) {
-    return Error(ErrorCode::kInvalidName,
-                 absl::StrCat("node name '", name.substr(0, 64), "' must be 1-256 bytes"));
-  }
-  if (name == "*") return Error(ErrorCode::kInvalidName, "'*' is not a node name");
-  if (!IsValidUtf8(name)) {
-    return Error(ErrorCode::kInvalidName, "a node name must be valid UTF-8");
-  }
-  for (unsigned char c : name) {
-    if (c < 0x20 || c == 0x7f) {
-      return Error(ErrorCode::kInvalidName, "a node name must not hold control characters");
-    }
-  }
-  return absl::OkStatus();
-}
-
 bool IsMember(const v1::Placement& p, absl::string_view node) {
   if (IsEveryNode(p)) return true;
   // Sorted (NormalizeMembers, ValidatePeerPlacement).

@@ -17,10 +17,6 @@ namespace cairn::catalog {
 // At most this many members in a placement, from a client or a peer (a cluster larger than
 // this places with replica_count).
 inline constexpr size_t kMaxPlacementMembers = 256;
-// A node name as a placement holds it: 1-256 bytes of UTF-8 without control characters, and
-// not "*" (which stands for every node). INVALID_NAME names the bad value.
-absl::Status ValidateNodeName(absl::string_view name);
-
 // Every node: the placement of a database nobody placed (P1).
 inline bool IsEveryNode(const v1::Placement& p) { return p.members().empty(); }
 // Whether `node` holds the database's rows under `p` (P3).
