@@ -98,6 +98,12 @@ class OpsApi {
   // resolved to node names here. `required`: one of them must be given.
   absl::StatusOr<catalog::PlacementSpec> PlacementOf(const Fields& f, absl::string_view db,
                                                      bool required) const;
+  absl::StatusOr<catalog::PlacementSpec> ResolvePlacement(const Fields& f, absl::string_view db,
+                                                          bool required) const;
+  // Design 0013, P3 item 6: every member `spec` adds to `db`'s placement must be linked to
+  // this node now, since a non-member relays no rows.
+  absl::Status CheckNewMembersLinked(absl::string_view db,
+                                     const catalog::PlacementSpec& spec) const;
   absl::StatusOr<Reply> DescribeDatabase(const Fields& f) const;
   absl::StatusOr<Reply> DescribeAll(const Fields& f) const;
   absl::StatusOr<Reply> CreateTable(const Fields& f) const;

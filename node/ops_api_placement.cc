@@ -20,6 +20,14 @@ using internal::BadRequest;
 
 absl::StatusOr<catalog::PlacementSpec> OpsApi::PlacementOf(const Fields& f, absl::string_view db,
                                                            bool required) const {
+  CAIRN_ASSIGN_OR_RETURN(catalog::PlacementSpec spec, ResolvePlacement(f, db, required));
+  CAIRN_RETURN_IF_ERROR(CheckNewMembersLinked(db, spec));
+  return spec;
+}
+
+absl::StatusOr<catalog::PlacementSpec> OpsApi::ResolvePlacement(const Fields& f,
+                                                                absl::string_view db,
+                                                                bool required) const {
   const json* replicas = f.Find("replicas");
   const json* count = f.Find("replica_count");
   if (replicas != nullptr && replicas->is_null()) replicas = nullptr;
@@ -75,6 +83,33 @@ absl::StatusOr<catalog::PlacementSpec> OpsApi::PlacementOf(const Fields& f, absl
     }
   }
   return spec;
+}
+
+// Members hold rows and stream them only to each other (P3): a non-member relays nothing, so
+// members linked only through a non-member would never get each other's writes. This node can
+// check only its own links; the members' links to each other are the operator's part
+// (docs/operations.md). Only the members the placement adds are checked, so a member that is
+// down can still be placed away. A check, not a guarantee: a link may drop a moment later,
+// and then R8 relays (among the members) and Verify (R18) make up once it is back.
+absl::Status OpsApi::CheckNewMembersLinked(absl::string_view db,
+                                           const catalog::PlacementSpec& spec) const {
+  if (spec.members.empty()) return absl::OkStatus();  // every node: every node relays
+  const catalog::SnapshotRef snap = node_->catalog->Snapshot();
+  const catalog::DatabaseDef* current = snap->FindDatabase(db);
+  std::vector<std::string> linked;
+  if (options_.cluster != nullptr) linked = options_.cluster->LinkedPeers();
+  std::vector<std::string> unlinked;
+  for (const std::string& m : spec.members) {
+    const bool listed = current != nullptr && !catalog::IsEveryNode(current->placement) &&
+                        catalog::IsMember(current->placement, m);
+    if (m == options_.node_name || listed) continue;
+    if (!std::binary_search(linked.begin(), linked.end(), m)) unlinked.push_back(m);
+  }
+  if (unlinked.empty()) return absl::OkStatus();
+  return BadRequest(absl::StrCat(
+      "this node has no live link to ", absl::StrJoin(unlinked, ", "),
+      ": a placement may add only members linked to the node that takes it (members must be "
+      "linked to each other directly; a node outside the placement relays none of its rows)"));
 }
 
 }  // namespace cairn::node

@@ -183,6 +183,8 @@ class Cluster {
   std::vector<std::string> KnownNodes() const ABSL_LOCKS_EXCLUDED(mu_);
   // P6: the peers linked now that did not advertise placement.v1 in their last Hello.
   std::vector<std::string> PeersWithoutPlacement() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Design 0013, P3 item 6: the peers with a live link now, sorted.
+  std::vector<std::string> LinkedPeers() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // One pass of log retention (R12), as the trimmer runs every trim_interval: each
   // database's log beyond its retention goes, except what a linked peer still needs while

@@ -81,6 +81,15 @@ std::vector<std::string> Cluster::PeersWithoutPlacement() const {
   return out;
 }
 
+std::vector<std::string> Cluster::LinkedPeers() const {
+  std::vector<std::string> out;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [name, state] : peers_) {
+    if (state.links > 0 && !cut_.contains(name)) out.push_back(name);
+  }
+  return out;  // peers_ is ordered by name
+}
+
 std::vector<PeerStatus> Cluster::Status() const {
   catalog::SnapshotRef snap = node_->catalog->Snapshot();
   const auto verified = anti_entropy_->Records();

@@ -1,7 +1,10 @@
 // Design 0013 through the operations API (P2, P6, P11): create_database's `replicas` and
 // `replica_count`, alter_database, and where a placement shows (describe_database,
-// describe_all, cluster_status). A real cairnd with one configured peer it cannot reach, so
-// the nodes it knows are n1 and n2.
+// describe_all, cluster_status), and P3's refusals. A real cairnd n1 linked to a second, n2,
+// so the nodes it knows are n1 and n2.
+#include <csignal>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "catalog/placement.h"
@@ -20,13 +23,32 @@ using ::testing::HasSubstr;
 class PlacementOpsTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    std::ofstream(dir_.Sub("secret")) << "cluster-secret\n";
+    std::filesystem::permissions(
+        dir_.Sub("secret"),
+        std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+        std::filesystem::perm_options::replace);
+    CairndOptions o2;
+    o2.name = "n2";
+    o2.data_dir = dir_.Sub("n2");
+    o2.args = {"--cluster-secret-file", dir_.Sub("secret")};
+    auto n2 = CairndProcess::Start(o2);
+    ASSERT_OK(n2);
+    n2_ = std::move(*n2);
     CairndOptions o;
     o.data_dir = dir_.Sub("n1");
-    o.args = {"--peer", "n2=127.0.0.1:1"};
-    o.password = "test-password";
+    o.args = {"--peer", "n2=" + n2_->peer_address(), "--cluster-secret-file", dir_.Sub("secret")};
     auto node = CairndProcess::Start(o);
     ASSERT_OK(node);
     node_ = std::move(*node);
+    ASSERT_EVENTUALLY([&] { ASSERT_TRUE(LinkedToN2()); });  // item 6 asks for a live link
+  }
+  bool LinkedToN2() {
+    const json status = Ok({{"operation", "cluster_status"}});
+    for (const json& c : status["connections"]) {
+      if (c["name"] == "n2") return c["connected"] == true;
+    }
+    return false;
   }
   json Ok(const json& op) {
     HttpAnswer a = node_->Post(op);
@@ -50,7 +72,8 @@ class PlacementOpsTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  std::unique_ptr<CairndProcess> node_;
+  std::unique_ptr<CairndProcess> n2_;
+  std::unique_ptr<CairndProcess> node_;  // n1, the node the tests talk to
 };
 
 TEST_F(PlacementOpsTest, P11_APlacedDatabaseShowsItsMembersWhereverItIsDescribed) {
@@ -111,6 +134,30 @@ TEST_F(PlacementOpsTest, P3_ANonMemberAnswersNotAMemberForRows) {
   }
   // Schema operations run on every node (P4).
   Ok({{"operation", "describe_table"}, {"database", "away"}, {"table", "t"}});
+}
+
+// Design 0013, P3 item 6: a non-member relays no rows, so a placement may add only members
+// linked to the node that takes it; a member that is down may stay or be placed away.
+TEST_F(PlacementOpsTest, P3_APlacementAddsOnlyMembersThisNodeIsLinkedTo) {
+  Ok({{"operation", "create_database"}, {"database", "sales"}, {"replicas", {"n1", "n2"}}});
+  ASSERT_EQ(n2_->Stop(SIGTERM), 0);
+  ASSERT_EVENTUALLY([&] { ASSERT_FALSE(LinkedToN2()); });
+  // A member that is down is not added: it may stay, and it may be placed away.
+  Ok({{"operation", "alter_database"}, {"database", "sales"}, {"replicas", {"n2", "n1"}}});
+  Ok({{"operation", "alter_database"}, {"database", "sales"}, {"replicas", {"n1"}}});
+  ExpectBadRequest(
+      {{"operation", "alter_database"}, {"database", "sales"}, {"replicas", {"n1", "n2"}}},
+      "no live link to n2");
+  ExpectBadRequest({{"operation", "alter_database"}, {"database", "sales"}, {"replica_count", 2}},
+                   "no live link to n2");
+  ExpectBadRequest({{"operation", "create_database"}, {"database", "more"}, {"replicas", {"n2"}}},
+                   "no live link to n2");
+  EXPECT_EQ(
+      Ok({{"operation", "describe_database"}, {"database", "sales"}})["__placement__"]["members"],
+      json({"n1"}));
+  EXPECT_FALSE(Ok({{"operation", "describe_all"}}).contains("more"));
+  // Every node needs no link: a node that is down gets the rows when it is back.
+  Ok({{"operation", "alter_database"}, {"database", "sales"}, {"replicas", "*"}});
 }
 
 TEST_F(PlacementOpsTest, P11_BadPlacementsAreRefusedByNameWithNothingWritten) {
