@@ -54,6 +54,7 @@ constexpr CodeInfo kCodes[] = {
     {"NODE_EXISTS", absl::StatusCode::kAlreadyExists, 400},
     {"TOO_MANY_SUBSCRIPTIONS", absl::StatusCode::kUnavailable, 503},
     {"NOT_A_MEMBER", absl::StatusCode::kUnavailable, 503},
+    {"NO_MEMBER_REACHABLE", absl::StatusCode::kUnavailable, 503},
 };
 static_assert(sizeof(kCodes) / sizeof(kCodes[0]) == kMaxErrorCode + 1);
 

@@ -49,9 +49,10 @@ enum class ErrorCode : int32_t {
   kTooManyLogins = 29,           // RESOURCE_EXHAUSTED    429  failed logins of an address or user
   kNodeExists = 30,              // ALREADY_EXISTS        400  add_node of a routed name
   kTooManySubscriptions = 31,    // UNAVAILABLE           503  over --max-subscriptions (W5)
-  kNotAMember = 32,              // UNAVAILABLE           503  design 0013, P3 (P4 forwards)
+  kNotAMember = 32,              // UNAVAILABLE           503  design 0013, P3, P5
+  kNoMemberReachable = 33,       // UNAVAILABLE           503  design 0013, P4
 };
-inline constexpr int kMaxErrorCode = 32;
+inline constexpr int kMaxErrorCode = 33;
 
 // The canonical code that goes with a domain code (the table above).
 absl::StatusCode CanonicalCodeFor(ErrorCode code);

@@ -80,6 +80,35 @@ absl::StatusOr<Caller> Authenticator::CallerFor(const catalog::PrincipalsRef& pr
   return c;
 }
 
+absl::StatusOr<Caller> Authenticator::ForwardedCaller(absl::string_view username,
+                                                      const std::string& peer) const {
+  catalog::PrincipalsRef principals = catalog_->Snapshot()->principals;
+  absl::StatusOr<Caller> caller;
+  if (username.empty()) {
+    if (principals->AuthenticationRequired()) {
+      return Error(ErrorCode::kUnauthorized,
+                   absl::StrCat("'", peer,
+                                "' forwarded a request without a user, and this node holds "
+                                "users: Must login"));
+    }
+    caller = Caller();
+    caller->kind = Caller::Kind::kOpen;
+    caller->principals = std::move(principals);
+  } else {
+    const catalog::v1::UserRow* user = principals->FindUser(username);
+    if (user == nullptr) {
+      return Error(ErrorCode::kUnauthorized,
+                   absl::StrCat("'", peer, "' forwarded a request of user '", username,
+                                "', which this node does not hold (yet): Login failed"));
+    }
+    caller = CallerFor(principals, *user);
+    if (!caller.ok()) return caller.status();
+  }
+  caller->address = absl::StrCat("peer ", peer);
+  caller->forwarded_by = peer;
+  return caller;
+}
+
 absl::StatusOr<Caller> Authenticator::Authenticate(absl::string_view authorization) {
   return *Check(authorization, /*slow=*/true);
 }

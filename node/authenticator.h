@@ -36,6 +36,9 @@ struct Caller {
   Kind kind = Kind::kInternal;
   std::string username;  // kUser, kRefreshToken
   std::string address;   // the client's address, for the audit (U8)
+  // Design 0013, P4, P5: the peer that forwarded the request (it authenticated the client);
+  // empty for a client's own request. A forwarded request is never forwarded again.
+  std::string forwarded_by;
   // A password verified by its hash now (not a remembered one, not a token): what may forgive
   // the address's failed logins (LoginGuard::Succeeded).
   bool verified_password = false;
@@ -101,6 +104,13 @@ class Authenticator {
                                         std::optional<absl::Duration> operation_ttl = std::nullopt);
   // refresh_operation_token: a new operation token for a valid refresh token's user.
   absl::StatusOr<std::string> RefreshOperationToken(absl::string_view refresh_token);
+
+  // Design 0013, P4: the caller of an operation the authenticated peer `peer` forwarded for
+  // `username`, with the role this node's catalog gives that user (U4). The peer checked the
+  // credentials; here the user must exist and be active. An empty `username` (the peer asks
+  // no credentials) is an open caller only while this node holds no user either.
+  // UNAUTHORIZED otherwise.
+  absl::StatusOr<Caller> ForwardedCaller(absl::string_view username, const std::string& peer) const;
 
  private:
   // A password that verified: what the cache keeps (a keyed digest, never the password) and

@@ -35,6 +35,7 @@
 #include "node/backup.h"
 #include "node/config.h"
 #include "node/credentials.h"
+#include "node/forwarded_operations.h"
 #include "node/http_server.h"
 #include "node/metrics.h"
 #include "node/ops_api.h"
@@ -273,7 +274,7 @@ void AddReplicationMetrics(Metrics* metrics, replication::Cluster* cluster) {
                         }});
 }
 
-// The peer port: the Peer service (Link and Forward) of the cluster.
+// The peer port: the Peer service (Link, Forward, Verify, Operate) of the cluster.
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartPeerServer(const HostPort& listen,
                                                               replication::Cluster* cluster,
                                                               HostPort* bound) {
@@ -458,6 +459,20 @@ int Run(const NodeConfig& config) {
   api_options.cluster = &cluster;
   AddReplicationMetrics(&metrics, &cluster);
   OpsApi api(node->get(), api_options);
+  // Design 0013, P4: operations peers forward here run through `api`; declared before the
+  // peer server, which serves them, so it outlives it.
+  ForwardedOperations forwarded(&api, &authenticator);
+  cluster.SetOperationRunner(&forwarded);
+  metrics.AddExternal({"cairn_forwarded_operations_total",
+                       "Operations on rows this node does not hold that a member answered "
+                       "(design 0013, P4).",
+                       "counter",
+                       [&api] { return static_cast<double>(api.forwarded_operations()); }});
+  metrics.AddExternal({"cairn_forward_schema_waits_total",
+                       "Waits of a forwarded operation for members to learn a table this node "
+                       "holds (design 0013, P4).",
+                       "counter",
+                       [&api] { return static_cast<double>(api.forward_schema_waits()); }});
   // Declared before the HTTP server, so it outlives the server's connections (its sinks).
   SubscriptionOptions subscription_options;
   subscription_options.buffer_bytes = config.subscription_buffer;
@@ -542,6 +557,7 @@ int Run(const NodeConfig& config) {
   subscriptions.Shutdown(kSubscriptionFlush);  // W6: `event: shutdown`, before the drain
   http.BeginDrain();
   cluster.anti_entropy()->Stop();  // a verify in flight ends at its next step
+  cluster.CancelOperateCalls();    // a forwarded operation (P4) answers its client now
   http.Stop();
   cluster.Stop();
   (*peer_server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));

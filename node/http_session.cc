@@ -863,11 +863,13 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     });
     shared_->running.fetch_add(1);
     net::post(shared_->streamers, [self = Self(), rs, deadline, op = reply.operation,
+                                   computes = reply.stream_computes,
                                    produce = std::move(reply.stream)] {
       SetStreamThreadPriority(self->opt_.stream_priority);
       absl::Status status;
       try {
-        status = ProduceInTurn(self->shared_->stream_cpus, *deadline, *rs, produce);
+        status = computes ? ProduceInTurn(self->shared_->stream_cpus, *deadline, *rs, produce)
+                          : produce([&rs](absl::string_view piece) { return rs->Write(piece); });
       } catch (const std::exception& e) {
         spdlog::error("[{}] streamed answer to {} failed: {}", self->opt_.node_name, self->address_,
                       e.what());

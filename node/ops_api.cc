@@ -292,6 +292,10 @@ Reply OpsApi::Handle(absl::string_view body, const Caller& caller, Deadline* dea
       // Only a bug gets here (the JSON library throws on misuse): answer 500, keep serving.
       result = Error(ErrorCode::kInternal, absl::StrCat(op->name, ": ", e.what()));
     }
+    if (!result.ok() && GetErrorCode(result.status()) == ErrorCode::kNotAMember &&
+        caller.forwarded_by.empty()) {
+      result = ForwardToMember(*op, body, fields, result.status());  // design 0013, P4
+    }
     if (result.ok()) {
       reply = *std::move(result);
     } else {

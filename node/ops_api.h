@@ -6,8 +6,10 @@
 // concurrently on the HTTP pool threads and share only the node.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,9 @@ struct Reply {
   // before the first piece is answered as an error (REQUEST_TIMEOUT, TABLE_DROPPING); after
   // it, it can only cut the body short, so the operation checks everything it can first.
   std::function<absl::Status(const std::function<bool(absl::string_view)>& write)> stream;
+  // Whether `stream` computes (a search: it runs holding one of --search-cpus' slots) or only
+  // waits on another node (a forwarded answer, design 0013, P4: it holds none).
+  bool stream_computes = true;
   std::string operation = "unknown";  // for metrics: a known operation name or "unknown"
   std::string error_code;             // SPEC §5 code when status is not 200
   uint64_t records_written = 0;
@@ -75,6 +80,11 @@ class OpsApi {
   // The same for an in-process caller, who may do everything.
   Reply Handle(absl::string_view body) const { return Handle(body, Caller::Internal()); }
 
+  // Design 0013, P4, for /metrics: operations this node sent to a member, and the waits of
+  // a forward for members that did not hold the table yet.
+  uint64_t forwarded_operations() const { return forwarded_.load(); }
+  uint64_t forward_schema_waits() const { return forward_schema_waits_.load(); }
+
  private:
   class Fields;
   using Handler = absl::StatusOr<Reply> (OpsApi::*)(const Fields&) const;
@@ -104,6 +114,21 @@ class OpsApi {
   // this node now, since a non-member relays no rows.
   absl::Status CheckNewMembersLinked(absl::string_view db,
                                      const catalog::PlacementSpec& spec) const;
+  // Design 0013, P4, P5 (ops_api_forward.cc): an operation `refused` with NOT_A_MEMBER (the
+  // store refused its rows before anything ran) sent to a member over the peer link, whose
+  // answer is relayed unchanged. A forwarded request is not forwarded again.
+  absl::StatusOr<Reply> ForwardToMember(const Operation& op, absl::string_view body,
+                                        const Fields& f, const absl::Status& refused) const;
+  // One pass over the members ForwardToMember may try.
+  struct Round {
+    std::optional<absl::StatusOr<Reply>> answer;  // unset: no member took the operation
+    bool behind = false;           // a member lacked the table or the user: its schema is behind
+    std::vector<std::string> why;  // why each member was passed over
+  };
+  // `relay_behind`: a member's answer that it lacks the table or the user is the answer;
+  // else the next member is tried and `behind` set. `until`: the request's deadline.
+  Round ForwardRound(const Operation& op, const std::vector<std::string>& targets,
+                     peer::v1::OperateRequest request, absl::Time until, bool relay_behind) const;
   absl::StatusOr<Reply> DescribeDatabase(const Fields& f) const;
   absl::StatusOr<Reply> DescribeAll(const Fields& f) const;
   absl::StatusOr<Reply> CreateTable(const Fields& f) const;
@@ -169,6 +194,8 @@ class OpsApi {
 
   catalog::LocalNode* const node_;
   const OpsApiOptions options_;
+  mutable std::atomic<uint64_t> forwarded_{0};
+  mutable std::atomic<uint64_t> forward_schema_waits_{0};
 };
 
 }  // namespace cairn::node

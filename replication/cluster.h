@@ -22,6 +22,7 @@
 // writes: sessions are copied out from under mu_ before they are notified.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -45,6 +46,7 @@
 #include "grpcpp/server_builder.h"
 #include "replication/anti_entropy.h"
 #include "replication/clock_bound.h"
+#include "replication/operation_runner.h"
 #include "replication/origin_book.h"
 #include "replication/parked_retrier.h"
 #include "replication/schema_sync.h"
@@ -186,6 +188,28 @@ class Cluster {
   // Design 0013, P3 item 6: the peers with a live link now, sorted.
   std::vector<std::string> LinkedPeers() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Design 0013, P4: who runs the operations peers forward here (Operate). Set before the
+  // peer port serves, and outliving it; unset, Operate answers UNIMPLEMENTED.
+  void SetOperationRunner(OperationRunner* runner) { runner_.store(runner); }
+  OperationRunner* operation_runner() const { return runner_.load(); }
+  // P4: of `members` (in the order to try them), those an operation can be forwarded to now:
+  // a route from this node, a live link that is not cut, and "placement.forward.v1" in the
+  // member's last Hello. This node is never among them.
+  std::vector<std::string> ForwardTargets(const std::vector<std::string>& members) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // P4: starts an Operate call to `member` that ends by `deadline`. UNAVAILABLE without a
+  // route to it or when its channel does not connect within 2 s (no call was made then);
+  // CANCELLED once CancelOperateCalls ran.
+  absl::StatusOr<std::unique_ptr<OperateCall>> Operate(const std::string& member,
+                                                       const peer::v1::OperateRequest& request,
+                                                       absl::Time deadline)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Ends the Operate calls in flight, and refuses new ones: for shutdown, before the HTTP
+  // server waits for its requests (a forward would otherwise hold one until its deadline).
+  void CancelOperateCalls() ABSL_LOCKS_EXCLUDED(mu_);
+  // For OperateCall's destructor.
+  void EndOperateCall(grpc::ClientContext* context) ABSL_LOCKS_EXCLUDED(mu_);
+
   // One pass of log retention (R12), as the trimmer runs every trim_interval: each
   // database's log beyond its retention goes, except what a linked peer still needs while
   // the log stays within twice its retention (ChangeLog::Trim's keep_from).
@@ -306,6 +330,10 @@ class Cluster {
     absl::btree_map<std::string, uint64_t> digests;  // its last digest per database
     const LinkSession* receiver = nullptr;           // the link that applies its records (R6)
     int64_t clock_offset_ms = 0;                     // at its last Hello (R16)
+    // Whether its last Hello advertised `capability`.
+    bool Speaks(absl::string_view capability) const {
+      return std::find(capabilities.begin(), capabilities.end(), capability) != capabilities.end();
+    }
   };
 
   void Dial(PeerRoute route);  // the dialer thread of one route; ends when it is removed
@@ -340,6 +368,7 @@ class Cluster {
   const ClusterOptions options_;
   std::unique_ptr<grpc::Service> service_;
   std::atomic<bool> stopping_{false};
+  std::atomic<OperationRunner*> runner_{nullptr};  // P4 (SetOperationRunner)
   std::atomic<uint64_t> unknown_messages_{0};
   mutable LogLimiter refusals_{kRefusalLogEvery};  // Authenticate's, per source address
   std::atomic<uint64_t> entries_received_{0};
@@ -377,6 +406,9 @@ class Cluster {
   // Verify calls in flight (CallVerify), for CancelVerifyCalls.
   absl::flat_hash_set<grpc::ClientContext*> verify_calls_ ABSL_GUARDED_BY(mu_);
   bool verify_calls_closed_ ABSL_GUARDED_BY(mu_) = false;
+  // Operate calls in flight (design 0013, P4), for CancelOperateCalls.
+  absl::flat_hash_set<grpc::ClientContext*> operate_calls_ ABSL_GUARDED_BY(mu_);
+  bool operate_calls_closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace cairn::replication

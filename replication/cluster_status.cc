@@ -73,8 +73,7 @@ std::vector<std::string> Cluster::PeersWithoutPlacement() const {
   std::vector<std::string> out;
   absl::MutexLock lock(&mu_);
   for (const auto& [name, state] : peers_) {
-    if (state.links > 0 && std::find(state.capabilities.begin(), state.capabilities.end(),
-                                     kPlacementCapability) == state.capabilities.end()) {
+    if (state.links > 0 && !state.Speaks(kPlacementCapability)) {
       out.push_back(name);
     }
   }

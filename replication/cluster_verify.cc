@@ -81,9 +81,8 @@ std::vector<std::string> Cluster::VerifyPeers() const {
   absl::MutexLock lock(&mu_);
   std::vector<std::string> out;
   for (const auto& [name, state] : peers_) {
-    const bool speaks = std::find(state.capabilities.begin(), state.capabilities.end(),
-                                  kVerifyCapability) != state.capabilities.end();
-    if (state.links > 0 && speaks && HasRouteLocked(name) && !cut_.contains(name)) {
+    if (state.links > 0 && state.Speaks(kVerifyCapability) && HasRouteLocked(name) &&
+        !cut_.contains(name)) {
       out.push_back(name);
     }
   }

@@ -323,6 +323,7 @@ void LinkSession::WriterLoop() {
   hello.mutable_hello()->add_capabilities(kSchemaDeltaCapability);
   hello.mutable_hello()->add_capabilities(kUsersCapability);
   hello.mutable_hello()->add_capabilities(kPlacementCapability);
+  hello.mutable_hello()->add_capabilities(kForwardCapability);
   hello.mutable_hello()->set_log_id(cluster_->node()->log->log_id());
   hello.mutable_hello()->set_wall_ms(absl::ToUnixMillis(cluster_->node()->hlc->WallNow()));
   if (!stream_->Write(hello)) return;

@@ -79,6 +79,8 @@ inline constexpr char kOriginsCapability[] = "records.origins.v1";
 inline constexpr char kUsersCapability[] = "schema.users.v1";
 // Design 0013, P1, P6: DbSchema placements and database markers.
 inline constexpr char kPlacementCapability[] = "placement.v1";
+// Design 0013, P4, P5: the Operate call (operations forwarded to a member).
+inline constexpr char kForwardCapability[] = "placement.forward.v1";
 // An advert that only moves origins' `seq` goes at most this often per link (a withdrawal or
 // a new `since` goes at once): each one may cost the peer a batch that moves the cursor.
 inline constexpr absl::Duration kAdvertInterval = absl::Milliseconds(10);

@@ -1,8 +1,9 @@
 // Cluster, callee's side: the Peer gRPC service (SPEC R1, R2, R9). Every call is
 // authenticated first (the cluster secret, then the claimed name against the client
 // certificate under TLS); then Link runs a LinkSession, Verify answers one step of a peer's
-// anti-entropy (R18) and Forward applies a forwarded drop (cluster_forward.cc). Also the peer
-// port's credentials and server settings.
+// anti-entropy (R18), Forward applies a forwarded drop (cluster_forward.cc) and Operate runs a
+// forwarded client operation (design 0013, P4). Also the peer port's credentials and server
+// settings.
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -107,6 +108,26 @@ class Cluster::Service final : public peer::v1::Peer::Service {
                                        "' is not the authenticated peer '", *peer, "'"));
     }
     return ToGrpc(cluster_->ServeForward(*peer, *request, response));
+  }
+
+  // Design 0013, P4, P5: a peer's client operation on rows this node holds, run by the node's
+  // operations API as the user the peer names; the answer streams back with gRPC's flow
+  // control, so a slow first node slows the search here instead of buffering it.
+  grpc::Status Operate(grpc::ServerContext* context, const peer::v1::OperateRequest* request,
+                       grpc::ServerWriter<peer::v1::OperateReply>* writer) override {
+    absl::StatusOr<std::string> peer = cluster_->Authenticate(*context);
+    if (!peer.ok()) return ToGrpc(peer.status());
+    if (cluster_->stopping()) return ToGrpc(Stopping());
+    if (cluster_->IsCut(*peer)) return CutStatus();
+    OperationRunner* runner = cluster_->operation_runner();
+    if (runner == nullptr) {
+      return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "this node runs no forwarded operation");
+    }
+    return ToGrpc(runner->Run(
+        *peer, *request, [context] { return !context->IsCancelled(); },
+        [writer, context](const peer::v1::OperateReply& reply) {
+          return !context->IsCancelled() && writer->Write(reply);
+        }));
   }
 
  private:

@@ -65,7 +65,7 @@ TEST_F(ClusterTest, R3_ATableCreatedOnOneNodeAppearsOnThePeer) {
   EXPECT_THAT(s.capabilities,
               ElementsAre("schema.v1", "records.v1", "records.echo.v1", "records.origins.v1",
                           "verify.v1", "schema.attribute_markers.v1", "schema.delta.v1",
-                          "schema.users.v1", "placement.v1"));
+                          "schema.users.v1", "placement.v1", "placement.forward.v1"));
 }
 
 TEST_F(ClusterTest, R3_ARouteOnOneSideIsEnoughForBoth) {
