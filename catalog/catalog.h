@@ -181,9 +181,24 @@ class Catalog {
   absl::Status CreateDatabase(absl::string_view db, const PlacementSpec& placement = {})
       ABSL_LOCKS_EXCLUDED(mu_);
   // P1, P6: a new placement of an existing database, in one catalog batch with a fresh stamp
-  // (after the one it replaces). Returns it. DATABASE_NOT_FOUND if the database is absent.
+  // (after the one it replaces). Returns it. DATABASE_NOT_FOUND if the database is absent;
+  // BAD_REQUEST if no member of it would be ready (P7: every member new or catching up).
   absl::StatusOr<v1::Placement> AlterPlacement(absl::string_view db, const PlacementSpec& spec)
       ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- Readiness (P7, catalog_ready.cc).
+  // If this node is a member of `db` catching up, and nothing holds it back any more
+  // (CatchUpBlocker), announces that it is ready: the same placement (stamp and origin)
+  // without this node catching up, in one batch, which peers learn in DB_SCHEMA. Nothing
+  // otherwise; cheap when this node is not catching up. Called after every placement change
+  // applied here, after every batch a peer's stream applies to `db`, and at start.
+  absl::Status MarkReadyIfCaughtUp(absl::string_view db) ABSL_LOCKS_EXCLUDED(mu_);
+  // MarkReadyIfCaughtUp for every database (at start).
+  absl::Status MarkReadyWhereCaughtUp() ABSL_LOCKS_EXCLUDED(mu_);
+  // P7: what keeps this node from being ready for `d`, in words; empty when nothing. It waits
+  // on every other ready member: for a cursor into that member's log with no full copy in
+  // progress (R7), and for no refetch of a table from it pending (R14).
+  absl::StatusOr<std::string> CatchUpBlocker(const DatabaseDef& d) const;
   // C1, C2, C3, C13. Creates the database if absent (C14).
   absl::StatusOr<TableRef> CreateTable(const TableSpec& spec) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<TableRef> CreateAttribute(absl::string_view db, absl::string_view table,

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "catalog/catalog.h"
 #include "catalog/internal/catalog_rows.h"
 #include "catalog/names.h"
@@ -46,9 +47,17 @@ absl::Status PutJoinRefetches(storage::Engine* engine, const DatabaseDef& d, Hlc
   return absl::OkStatus();
 }
 
-v1::Placement MakePlacement(const PlacementSpec& spec, Hlc stamp, absl::string_view origin) {
+// `previous`: the placement it replaces (P7: its members that were not ready are catching
+// up); none for a new database, whose members hold everything there is.
+v1::Placement MakePlacement(const PlacementSpec& spec, Hlc stamp, absl::string_view origin,
+                            const v1::Placement* previous = nullptr) {
   v1::Placement p;
   for (const std::string& m : spec.members) p.add_members(m);
+  if (previous != nullptr) {
+    for (std::string& m : CatchingUpAfter(*previous, spec.members)) {
+      p.add_catching_up(std::move(m));
+    }
+  }
   p.set_count(spec.members.empty() ? 0 : spec.count);
   p.set_stamp(stamp);
   p.set_origin(std::string(origin));
@@ -107,19 +116,34 @@ absl::Status Catalog::CreateDatabase(absl::string_view db, const PlacementSpec& 
 absl::StatusOr<v1::Placement> Catalog::AlterPlacement(absl::string_view db,
                                                       const PlacementSpec& spec) {
   CAIRN_RETURN_IF_ERROR(ValidateDatabaseName(db));
-  DatabaseLock lock(this, db);
-  const SnapshotRef base = Snapshot();  // invariant (1)
-  const DatabaseDef* d = base->FindDatabase(db);
-  if (d == nullptr) {
-    return Error(ErrorCode::kDatabaseNotFound, absl::StrCat("database '", db, "' does not exist"));
+  v1::Placement placement;
+  {
+    DatabaseLock lock(this, db);
+    const SnapshotRef base = Snapshot();  // invariant (1)
+    const DatabaseDef* d = base->FindDatabase(db);
+    if (d == nullptr) {
+      return Error(ErrorCode::kDatabaseNotFound,
+                   absl::StrCat("database '", db, "' does not exist"));
+    }
+    // P6: a new stamp, after the placement it replaces (whatever clock made that one).
+    CAIRN_ASSIGN_OR_RETURN(const Hlc now, options_.hlc->Now());
+    CAIRN_ASSIGN_OR_RETURN(
+        const Hlc after,
+        HlcAfter(d->placement.stamp(), absl::StrCat("a new placement of database '", db, "'")));
+    placement = MakePlacement(spec, std::max(now, after), options_.node_name, &d->placement);
+    if (!IsEveryNode(placement) && placement.catching_up_size() == placement.members_size()) {
+      // P7, P8: nobody would hold every row, and nobody could serve the database.
+      return Error(ErrorCode::kBadRequest,
+                   absl::StrCat("database '", db,
+                                "' would have no ready member: keep at least one of its ready "
+                                "members (",
+                                absl::StrJoin(ReadyMembers(d->placement), ", "),
+                                ") in 'replicas' until the new ones have caught up"));
+    }
+    CAIRN_RETURN_IF_ERROR(MergePlacement(lock, db, &placement, /*marker=*/0));
   }
-  // P6: a new stamp, after the placement it replaces (whatever clock made that one).
-  CAIRN_ASSIGN_OR_RETURN(const Hlc now, options_.hlc->Now());
-  CAIRN_ASSIGN_OR_RETURN(
-      const Hlc after,
-      HlcAfter(d->placement.stamp(), absl::StrCat("a new placement of database '", db, "'")));
-  const v1::Placement placement = MakePlacement(spec, std::max(now, after), options_.node_name);
-  CAIRN_RETURN_IF_ERROR(MergePlacement(lock, db, &placement, /*marker=*/0));
+  // P7: a placement may ask less of this node (a ready member it waited on is gone).
+  CAIRN_RETURN_IF_ERROR(MarkReadyIfCaughtUp(db));
   return placement;
 }
 
@@ -137,13 +161,19 @@ absl::Status Catalog::ApplyPeerPlacement(absl::string_view db, const v1::Placeme
     const DatabaseDef* d = snap->FindDatabase(db);
     const Hlc marker = snap->DatabaseMarkerFor(db);
     const bool marker_held = database_marker <= marker;
-    const bool placement_held = placement == nullptr ||
-                                placement->stamp() < std::max(marker, database_marker) ||
-                                (d != nullptr && !PlacementNewer(*placement, d->placement));
+    v1::Placement held;
+    if (d != nullptr) held = d->placement;
+    const bool placement_held =
+        placement == nullptr || placement->stamp() < std::max(marker, database_marker) ||
+        (d != nullptr && !PlacementNewer(*placement, held) && !MergeReadiness(*placement, &held));
     if (marker_held && placement_held) return absl::OkStatus();
   }
-  DatabaseLock lock(this, db);
-  return MergePlacement(lock, db, placement, database_marker);
+  {
+    DatabaseLock lock(this, db);
+    CAIRN_RETURN_IF_ERROR(MergePlacement(lock, db, placement, database_marker));
+  }
+  // P7: a placement may ask less of this node (a ready member it waited on is gone).
+  return MarkReadyIfCaughtUp(db);
 }
 
 absl::Status Catalog::MergePlacement(const DatabaseLock& lock, absl::string_view db,
@@ -189,6 +219,8 @@ absl::Status Catalog::MergePlacement(const DatabaseLock& lock, absl::string_view
       *row->mutable_placement() = *placement;
     } else if (PlacementNewer(*placement, row->placement())) {
       *row->mutable_placement() = *placement;
+    } else {
+      MergeReadiness(*placement, row->mutable_placement());  // P7
     }
   }
   const bool database_changed =
@@ -222,7 +254,8 @@ absl::Status Catalog::MergePlacement(const DatabaseLock& lock, absl::string_view
       next->databases[name] = std::move(copy);
     }
   });
-  if (database_changed && row.has_value() && d != nullptr) {
+  if (database_changed && row.has_value() && d != nullptr &&
+      !SamePlacementChange(d->placement, row->placement())) {
     spdlog::info("[{}] database {} is placed on {} (stamp {}, from {})", options_.node_name, name,
                  DescribeMembers(row->placement()), row->placement().stamp(),
                  row->placement().origin().empty() ? "a drop" : row->placement().origin());

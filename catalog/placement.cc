@@ -10,18 +10,76 @@
 #include "catalog/schema.h"
 #include "common/fnv1a.h"
 #include "common/status.h"
+#include "google/protobuf/repeated_ptr_field.h"
 
 namespace cairn::catalog {
 
-bool IsMember(const v1::Placement& p, absl::string_view node) {
-  if (IsEveryNode(p)) return true;
-  // Sorted (NormalizeMembers, ValidatePeerPlacement).
-  return std::binary_search(p.members().begin(), p.members().end(), node,
+namespace {
+
+bool SortedHas(const google::protobuf::RepeatedPtrField<std::string>& names,
+               absl::string_view name) {
+  return std::binary_search(names.begin(), names.end(), name,
                             [](absl::string_view a, absl::string_view b) { return a < b; });
+}
+
+// Sorted, distinct, valid node names (a peer's list).
+absl::Status ValidateNameList(const google::protobuf::RepeatedPtrField<std::string>& names,
+                              absl::string_view what) {
+  for (int i = 0; i < names.size(); ++i) {
+    CAIRN_RETURN_IF_ERROR(ValidateNodeName(names[i]));
+    if (i > 0 && !(names[i - 1] < names[i])) {
+      return Error(ErrorCode::kBadRequest,
+                   absl::StrCat("a placement's ", what, " are not sorted and distinct"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool IsMember(const v1::Placement& p, absl::string_view node) {
+  // Sorted (NormalizeMembers, ValidatePeerPlacement).
+  return IsEveryNode(p) || SortedHas(p.members(), node);
+}
+
+bool IsReady(const v1::Placement& p, absl::string_view node) {
+  return IsMember(p, node) && !SortedHas(p.catching_up(), node);
+}
+
+std::vector<std::string> ReadyMembers(const v1::Placement& p) {
+  std::vector<std::string> out;
+  for (const std::string& m : p.members()) {
+    if (!SortedHas(p.catching_up(), m)) out.push_back(m);
+  }
+  return out;
 }
 
 bool PlacementNewer(const v1::Placement& a, const v1::Placement& b) {
   return a.stamp() != b.stamp() ? a.stamp() > b.stamp() : a.origin() > b.origin();
+}
+
+bool SamePlacementChange(const v1::Placement& a, const v1::Placement& b) {
+  return a.stamp() == b.stamp() && a.origin() == b.origin();
+}
+
+bool MergeReadiness(const v1::Placement& from, v1::Placement* into) {
+  if (!SamePlacementChange(from, *into)) return false;
+  google::protobuf::RepeatedPtrField<std::string> kept;
+  for (const std::string& m : into->catching_up()) {
+    if (SortedHas(from.catching_up(), m)) kept.Add(std::string(m));
+  }
+  if (kept.size() == into->catching_up_size()) return false;
+  into->mutable_catching_up()->Swap(&kept);
+  return true;
+}
+
+std::vector<std::string> CatchingUpAfter(const v1::Placement& previous,
+                                         const std::vector<std::string>& members) {
+  std::vector<std::string> out;
+  for (const std::string& m : members) {
+    if (!IsReady(previous, m)) out.push_back(m);
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<std::string>> NormalizeMembers(std::vector<std::string> members) {
@@ -44,10 +102,12 @@ absl::Status ValidatePeerPlacement(const v1::Placement& p) {
     return Error(ErrorCode::kBadRequest,
                  absl::StrCat("a placement of ", p.members_size(), " members"));
   }
-  for (int i = 0; i < p.members_size(); ++i) {
-    CAIRN_RETURN_IF_ERROR(ValidateNodeName(p.members(i)));
-    if (i > 0 && !(p.members(i - 1) < p.members(i))) {
-      return Error(ErrorCode::kBadRequest, "a placement's members are not sorted and distinct");
+  CAIRN_RETURN_IF_ERROR(ValidateNameList(p.members(), "members"));
+  CAIRN_RETURN_IF_ERROR(ValidateNameList(p.catching_up(), "members catching up"));
+  for (const std::string& m : p.catching_up()) {
+    if (IsEveryNode(p) || !SortedHas(p.members(), m)) {
+      return Error(ErrorCode::kBadRequest,
+                   absl::StrCat("a placement has '", m, "' catching up, which is not a member"));
     }
   }
   if (!p.origin().empty()) CAIRN_RETURN_IF_ERROR(ValidateNodeName(p.origin()));
@@ -111,6 +171,11 @@ uint64_t PlacementDigest(const v1::Placement& p, uint64_t database_marker) {
     for (const std::string& m : p.members()) h.Add(m);
     h.Add(p.stamp());
     h.Add(p.origin());
+    // P7; nothing when every member is ready, so such placements digest as before.
+    for (const std::string& m : p.catching_up()) {
+      h.Add("catching_up");
+      h.Add(m);
+    }
   }
   h.Add(database_marker);
   return h.value();

@@ -21,13 +21,29 @@ inline constexpr size_t kMaxPlacementMembers = 256;
 inline bool IsEveryNode(const v1::Placement& p) { return p.members().empty(); }
 // Whether `node` holds the database's rows under `p` (P3).
 bool IsMember(const v1::Placement& p, absl::string_view node);
+// P7: whether `node` is a member that has caught up: it serves the database's operations
+// (P4) and counts as holding every row. Under every node ("*") every node is ready.
+bool IsReady(const v1::Placement& p, absl::string_view node);
+// The listed members that are ready, sorted (empty for every node).
+std::vector<std::string> ReadyMembers(const v1::Placement& p);
 // P1: whether `a` wins over `b`, last-writer-wins on (stamp, origin) as users and roles (U6).
 bool PlacementNewer(const v1::Placement& a, const v1::Placement& b);
+// Whether `a` and `b` are copies of one change (the same stamp and origin).
+bool SamePlacementChange(const v1::Placement& a, const v1::Placement& b);
+// P7: `from` and `*into` copies of one change: `*into` keeps catching up only the members
+// `from` has catching up too (a member's announcement that it is ready only ever adds).
+// Whether `*into` changed.
+bool MergeReadiness(const v1::Placement& from, v1::Placement* into);
+// P7: which of `members` (a new placement's) are catching up: those not ready under the
+// placement it replaces.
+std::vector<std::string> CatchingUpAfter(const v1::Placement& previous,
+                                         const std::vector<std::string>& members);
 // The members a client gave, sorted and checked: 1..kMaxPlacementMembers valid, distinct
 // names. BAD_REQUEST (INVALID_NAME for a bad name) names the problem.
 absl::StatusOr<std::vector<std::string>> NormalizeMembers(std::vector<std::string> members);
 // A peer's placement (its values are input): valid, sorted, distinct member names, at most
-// kMaxPlacementMembers, and an origin that is a node name or "". BAD_REQUEST names the problem.
+// kMaxPlacementMembers, members catching up among them, and an origin that is a node name or
+// "". BAD_REQUEST names the problem.
 absl::Status ValidatePeerPlacement(const v1::Placement& p);
 
 // P2: the `count` names of `nodes` with the highest rendezvous hash of (database, name),

@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "catalog/internal/record_batch.h"
 #include "catalog/internal/record_codec.h"
 #include "catalog/names.h"
@@ -232,7 +233,10 @@ absl::StatusOr<TableRef> RecordStore::ResolveRows(absl::string_view db,
   const SnapshotRef snap = catalog_->Snapshot();
   CAIRN_ASSIGN_OR_RETURN(TableRef def, snap->FindTable(db, table));
   const DatabaseDef* d = snap->FindDatabase(db);
-  if (def->replicate() && d != nullptr && !IsMember(d->placement, options_.node_name)) {
+  if (!def->replicate() || d == nullptr || IsReady(d->placement, options_.node_name)) {
+    return def;
+  }
+  if (!IsMember(d->placement, options_.node_name)) {
     return Error(ErrorCode::kNotAMember,
                  absl::StrCat("this node (", options_.node_name,
                               ") does not hold the rows of "
@@ -240,7 +244,13 @@ absl::StatusOr<TableRef> RecordStore::ResolveRows(absl::string_view db,
                               db, "'; its members are ", DescribeMembers(d->placement),
                               ": send the request to one of them"));
   }
-  return def;
+  // P7: a member still catching up holds only part of the rows; it is answered as a
+  // non-member, so a client's request is forwarded to a ready member (P4).
+  return Error(
+      ErrorCode::kNotAMember,
+      absl::StrCat("this node (", options_.node_name, ") is catching up on database '", db,
+                   "'; its ready members are ", absl::StrJoin(ReadyMembers(d->placement), ","),
+                   ": send the request to one of them"));
 }
 
 absl::StatusOr<TableRef> RecordStore::Refresh(const TableRef& def) const {

@@ -117,9 +117,10 @@ class RecordStore {
   const std::string& node_name() const { return options_.node_name; }
   FaultRegistry* faults() const { return options_.faults; }
 
-  // The live table for a client's reads and writes of rows: NOT_A_MEMBER (503, naming the members)
-  // for a replicated table of a database this node does not hold (design 0013, P3; P4 will
-  // forward instead). A node-local table (C11) is served where it is.
+  // The live table for a client's reads and writes of rows: NOT_A_MEMBER (503, naming the
+  // members) for a replicated table of a database this node does not hold (design 0013, P3)
+  // or holds but is still catching up on (P7); OpsApi forwards such a request (P4). A
+  // node-local table (C11) is served where it is.
   absl::StatusOr<TableRef> ResolveRows(absl::string_view db, absl::string_view table) const;
 
   // insert / upsert / update of a JSON array of objects (SPEC §5). All or nothing: any

@@ -464,8 +464,8 @@ int Run(const NodeConfig& config) {
   ForwardedOperations forwarded(&api, &authenticator);
   cluster.SetOperationRunner(&forwarded);
   metrics.AddExternal({"cairn_forwarded_operations_total",
-                       "Operations on rows this node does not hold that a member answered "
-                       "(design 0013, P4).",
+                       "Operations on rows this node does not hold, or is still catching up "
+                       "on, that a member answered (design 0013, P4, P7).",
                        "counter",
                        [&api] { return static_cast<double>(api.forwarded_operations()); }});
   metrics.AddExternal({"cairn_forward_schema_waits_total",

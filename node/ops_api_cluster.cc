@@ -84,9 +84,16 @@ absl::StatusOr<Reply> OpsApi::ClusterStatus(const Fields& f) const {
   catalog::SnapshotRef snap = node_->catalog->Snapshot();
   for (const auto& [db, d] : snap->databases) {
     if (!f.access().SeesDatabase(db)) continue;
-    databases.push_back({{"database", db},
-                         {"placement", internal::PlacementJson(d->placement)},
-                         {"member", catalog::IsMember(d->placement, options_.node_name)}});
+    json entry{{"database", db},
+               {"placement", internal::PlacementJson(d->placement)},
+               {"member", catalog::IsMember(d->placement, options_.node_name)},
+               {"ready", catalog::IsReady(d->placement, options_.node_name)}};
+    if (entry["member"] && !entry["ready"]) {
+      // P7: what this node still waits for before it serves the database.
+      absl::StatusOr<std::string> blocker = node_->catalog->CatchUpBlocker(*d);
+      entry["waiting_for"] = blocker.ok() ? *blocker : blocker.status().ToString();
+    }
+    databases.push_back(std::move(entry));
   }
   body["databases"] = std::move(databases);
   if (options_.cluster != nullptr) {

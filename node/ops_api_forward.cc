@@ -100,8 +100,9 @@ absl::StatusOr<Reply> OpsApi::ForwardToMember(const Operation& op, absl::string_
   {
     const catalog::SnapshotRef snap = node_->catalog->Snapshot();
     const catalog::DatabaseDef* d = snap->FindDatabase(*db);
-    if (d == nullptr || catalog::IsMember(d->placement, options_.node_name)) return refused;
-    members.assign(d->placement.members().begin(), d->placement.members().end());
+    if (d == nullptr || catalog::IsReady(d->placement, options_.node_name)) return refused;
+    // P7: only a ready member serves the database; one catching up forwards as well.
+    members = catalog::ReadyMembers(d->placement);
   }
   const Caller& caller = f.caller();
   peer::v1::OperateRequest request;

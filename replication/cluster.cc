@@ -53,6 +53,9 @@ Cluster::Cluster(catalog::LocalNode* node, ClusterOptions options)
 Cluster::~Cluster() { Stop(); }
 
 absl::Status Cluster::Start() {
+  // P7: a copy that completed just before a crash may have left this node caught up but not
+  // yet announced.
+  CAIRN_RETURN_IF_ERROR(node_->catalog->MarkReadyWhereCaughtUp());
   // Peers added at run time (add_node), unless the configuration names them too.
   std::vector<PeerRoute> stored;
   storage::Engine* engine = node_->engine.get();

@@ -226,6 +226,13 @@ absl::Status ReceiverState::Apply(const peer::v1::ChangeBatch& batch,
     if (batch.origin_gap()) p.since = p.high;
     p.excluding = batch.origin_excludes();
   }
+  // P7: the batch may complete a copy this node was catching up with. The batch is committed
+  // whatever this says: a failed check is tried again with the next batch.
+  absl::Status ready = node_->catalog->MarkReadyIfCaughtUp(db);
+  if (!ready.ok()) {
+    spdlog::warn("[{}] readiness of '{}' not checked: {}", node_->records->node_name(), db,
+                 ready.ToString());
+  }
   return absl::OkStatus();
 }
 

@@ -8,7 +8,8 @@
 
 namespace cairn::node::internal {
 
-// {"members": ["n1", ...] | "*", "replica_count"?, "stamp", "origin"}
+// {"members": ["n1", ...] | "*", "ready"?, "catching_up"?, "replica_count"?, "stamp",
+// "origin"}: `ready` and `catching_up` (P7) split the listed members.
 inline nlohmann::json PlacementJson(const catalog::v1::Placement& p) {
   nlohmann::json out;
   if (catalog::IsEveryNode(p)) {
@@ -16,6 +17,9 @@ inline nlohmann::json PlacementJson(const catalog::v1::Placement& p) {
   } else {
     out["members"] = nlohmann::json::array();
     for (const std::string& m : p.members()) out["members"].push_back(m);
+    out["ready"] = catalog::ReadyMembers(p);
+    out["catching_up"] = nlohmann::json::array();
+    for (const std::string& m : p.catching_up()) out["catching_up"].push_back(m);
   }
   if (p.count() != 0) out["replica_count"] = p.count();
   out["stamp"] = p.stamp();

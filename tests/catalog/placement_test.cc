@@ -1,5 +1,6 @@
 // Design 0013, P1 and P2: placements stored, merged last-writer-wins, retired by a database
-// marker; replica counts resolved by rendezvous hash.
+// marker; replica counts resolved by rendezvous hash. P7: new members catching up, and this
+// node announcing that it is ready.
 #include "catalog/placement.h"
 
 #include <algorithm>
@@ -7,7 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "cairn/storage/v1/records.pb.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "rocksdb/write_batch.h"
+#include "storage/keys.h"
 #include "tests/catalog/catalog_fixture.h"
 
 namespace cairn::catalog {
@@ -15,6 +20,7 @@ namespace {
 
 using ::cairn::testing::HasErrorCode;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 class PlacementTest : public CatalogFixture {
  protected:
@@ -33,6 +39,29 @@ class PlacementTest : public CatalogFixture {
   }
   absl::Status ApplyPeer(const std::string& db, const v1::Placement& placement) {
     return catalog().ApplyPeerPlacement(db, &placement, 0);
+  }
+  // What keeps this node from being ready for `db` (P7).
+  std::string Blocker(const std::string& db) {
+    absl::StatusOr<std::string> why = catalog().CatchUpBlocker(*snap()->FindDatabase(db));
+    EXPECT_OK(why.status());
+    return why.value_or("");
+  }
+  // This node's cursor into `peer`'s log of `db`: at `seq`, or mid full copy (R7).
+  void PutCursor(const std::string& peer, const std::string& db, uint64_t seq, bool copying) {
+    storage::v1::ReplicaCursor cursor;
+    cursor.set_seq(seq);
+    if (copying) cursor.mutable_copy()->set_target_seq(seq);
+    PutMeta(storage::CursorKey(peer, db), cursor.SerializeAsString());
+  }
+  void PutMeta(const std::string& key, const std::string& value) {
+    rocksdb::WriteBatch batch;
+    ASSERT_TRUE(batch.Put(node_->engine->cf(storage::Cf::kMeta), key, value).ok());
+    ASSERT_OK(node_->engine->Write(&batch));
+  }
+  void DeleteMeta(const std::string& key) {
+    rocksdb::WriteBatch batch;
+    ASSERT_TRUE(batch.Delete(node_->engine->cf(storage::Cf::kMeta), key).ok());
+    ASSERT_OK(node_->engine->Write(&batch));
   }
 };
 
@@ -65,11 +94,12 @@ TEST_F(PlacementTest, P1_APlacementMergesLastWriterWinsOnStampAndOrigin) {
   ASSERT_OK(ApplyPeer("d", Peer({"a"}, t + 10, "n3")));
   EXPECT_THAT(PlacementOf("d").members(), ElementsAre("a"));
   // A local alter after it is stamped after it, whatever this clock says.
-  ASSERT_OK_AND_ASSIGN(v1::Placement mine, catalog().AlterPlacement("d", PlacementSpec{{"z"}, 0}));
+  ASSERT_OK_AND_ASSIGN(v1::Placement mine,
+                       catalog().AlterPlacement("d", PlacementSpec{{"a", "z"}, 0}));
   EXPECT_GT(mine.stamp(), t + 10);
-  EXPECT_THAT(PlacementOf("d").members(), ElementsAre("z"));
+  EXPECT_THAT(PlacementOf("d").members(), ElementsAre("a", "z"));
   ASSERT_OK(Reopen());
-  EXPECT_THAT(PlacementOf("d").members(), ElementsAre("z"));
+  EXPECT_THAT(PlacementOf("d").members(), ElementsAre("a", "z"));
 }
 
 TEST_F(PlacementTest, P1_APeersPlacementOfAnAbsentDatabaseCreatesIt) {
@@ -125,6 +155,76 @@ TEST_F(PlacementTest, P1_AMalformedPeerPlacementIsRefusedWithNothingApplied) {
   EXPECT_THAT(ApplyPeer("d", Peer({std::string("a\x01", 2)}, t, "n2")),
               HasErrorCode(ErrorCode::kInvalidName));
   EXPECT_EQ(PlacementOf("d").SerializeAsString(), before);
+}
+
+// Design 0013, P7: members a placement adds are catching up; copies of one placement merge by
+// intersection (an announcement only makes members ready); a newer placement starts from what
+// the one it replaces had ready; a placement with no ready member is refused.
+TEST_F(PlacementTest, P7_NewMembersAreCatchingUpUntilTheyAnnounceReady) {
+  ASSERT_OK(catalog().CreateDatabase("d", PlacementSpec{{"a", "b"}, 0}));
+  EXPECT_EQ(PlacementOf("d").catching_up_size(), 0);  // a new database has nothing to catch up
+  ASSERT_OK_AND_ASSIGN(const v1::Placement grown,
+                       catalog().AlterPlacement("d", PlacementSpec{{"a", "b", "c"}, 0}));
+  EXPECT_THAT(grown.catching_up(), ElementsAre("c"));
+  EXPECT_TRUE(IsReady(grown, "a"));
+  EXPECT_FALSE(IsReady(grown, "c"));
+  EXPECT_THAT(ReadyMembers(grown), ElementsAre("a", "b"));
+  // Not ready under one placement, not ready under the next.
+  ASSERT_OK_AND_ASSIGN(const v1::Placement shrunk,
+                       catalog().AlterPlacement("d", PlacementSpec{{"b", "c"}, 0}));
+  EXPECT_THAT(shrunk.catching_up(), ElementsAre("c"));
+  // c's announcement: the same change with c ready. A copy still holding c back changes nothing.
+  v1::Placement announced = shrunk;
+  announced.clear_catching_up();
+  ASSERT_OK(ApplyPeer("d", announced));
+  EXPECT_EQ(PlacementOf("d").catching_up_size(), 0);
+  ASSERT_OK(ApplyPeer("d", shrunk));
+  EXPECT_EQ(PlacementOf("d").catching_up_size(), 0);
+  EXPECT_EQ(PlacementOf("d").stamp(), shrunk.stamp());
+  // Only new members: nobody would hold every row. Refused, with nothing written.
+  EXPECT_THAT(catalog().AlterPlacement("d", PlacementSpec{{"x", "y"}, 0}),
+              HasErrorCode(ErrorCode::kBadRequest));
+  EXPECT_THAT(PlacementOf("d").members(), ElementsAre("b", "c"));
+  // A peer's list is input: catching up must name members.
+  v1::Placement stray = Peer({"b", "c"}, shrunk.stamp() + 1, "n2");
+  stray.add_catching_up("z");
+  EXPECT_THAT(ApplyPeer("d", stray), HasErrorCode(ErrorCode::kBadRequest));
+  ASSERT_OK(Reopen());
+  EXPECT_EQ(PlacementOf("d").catching_up_size(), 0);
+}
+
+// Design 0013, P7: this node, added to a placement, is ready only once it has copied the
+// database from every ready member (a cursor with no copy in progress, R7) and no table is
+// being copied again from one of them (R14); then it announces it under the same change.
+TEST_F(PlacementTest, P7_ThisNodeIsReadyOnlyOnceItHasCopiedFromEveryReadyMember) {
+  const std::string self = catalog().options().node_name;
+  ASSERT_OK(catalog().CreateDatabase("d", PlacementSpec{{"p", "q"}, 0}));
+  ASSERT_OK(catalog().CreateTable(Spec("d", "t")));
+  std::vector<std::string> members{"p", "q", self};
+  std::sort(members.begin(), members.end());
+  v1::Placement joined = Peer(members, PlacementOf("d").stamp() + 1, "p");
+  joined.add_catching_up(self);
+  ASSERT_OK(ApplyPeer("d", joined));
+  EXPECT_FALSE(IsReady(PlacementOf("d"), self));
+  EXPECT_THAT(Blocker("d"), HasSubstr("waiting for p"));
+
+  PutCursor("p", "d", 10, /*copying=*/true);
+  PutCursor("q", "d", 7, /*copying=*/false);
+  ASSERT_OK(catalog().MarkReadyIfCaughtUp("d"));
+  EXPECT_FALSE(IsReady(PlacementOf("d"), self));
+  EXPECT_THAT(Blocker("d"), HasSubstr("copying the database from p"));
+
+  PutCursor("p", "d", 10, /*copying=*/false);
+  PutMeta(storage::RefetchKey("d", "t", "q"), "");
+  ASSERT_OK(catalog().MarkReadyIfCaughtUp("d"));
+  EXPECT_FALSE(IsReady(PlacementOf("d"), self));
+  EXPECT_THAT(Blocker("d"), HasSubstr("copying table t again from q"));
+
+  DeleteMeta(storage::RefetchKey("d", "t", "q"));
+  EXPECT_EQ(Blocker("d"), "");
+  ASSERT_OK(catalog().MarkReadyIfCaughtUp("d"));
+  EXPECT_TRUE(IsReady(PlacementOf("d"), self));
+  EXPECT_TRUE(SamePlacementChange(PlacementOf("d"), joined));  // an announcement, no new change
 }
 
 TEST(RendezvousTest, P2_ACountResolvesToTheSameNodesEverywhere) {

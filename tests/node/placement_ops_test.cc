@@ -1,7 +1,8 @@
 // Design 0013 through the operations API (P2, P6, P11): create_database's `replicas` and
 // `replica_count`, alter_database, and where a placement shows (describe_database,
-// describe_all, cluster_status), P3's refusal of members without a link, and P4/P5's
-// forwarding. A real cairnd n1 linked to a second, n2, so the nodes it knows are n1 and n2.
+// describe_all, cluster_status), P3's refusal of members without a link, P4/P5's
+// forwarding, and P7's new member catching up. A real cairnd n1 linked to a second, n2, so the
+// nodes it knows are n1 and n2.
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -111,9 +112,12 @@ class PlacementOpsTest : public ::testing::Test {
     EXPECT_THAT(a.json["error"].get<std::string>(), HasSubstr(mention)) << op.dump();
   }
   // The `databases` entry of cluster_status for `db`, or null.
-  json StatusOf(const std::string& db) {
-    const json status = Ok({{"operation", "cluster_status"}});
-    for (const json& d : status["databases"]) {
+  // The database's entry in the cluster_status of `on` (n1 when null).
+  json StatusOf(const std::string& db, CairndProcess* on = nullptr) {
+    CairndProcess* node = on == nullptr ? node_.get() : on;
+    const HttpAnswer status = node->Post({{"operation", "cluster_status"}});
+    EXPECT_EQ(status.status, 200) << status.body;
+    for (const json& d : status.json["databases"]) {
       if (d["database"] == db) return d;
     }
     return nullptr;
@@ -267,6 +271,60 @@ TEST_F(PlacementOpsTest, P5_AForwardedRequestIsNotForwardedAgain) {
   EXPECT_EQ(head.status(), 503u);
   EXPECT_EQ(head.error_code(), "NOT_A_MEMBER");
   EXPECT_EQ(n2_->Post(SearchAll()).json.size(), 0u) << "the request was forwarded to n2";
+}
+
+// Design 0013, P7: a member added to a placement serves the database only once it has caught
+// up. Until then it holds part of the rows at most, so its clients' requests are forwarded to a
+// ready member; then it announces that it is ready, every node shows it, and it serves them.
+TEST_F(PlacementOpsTest, P7_ANewMemberServesTheDatabaseOnlyOnceCaughtUp) {
+  Ok({{"operation", "create_database"}, {"database", "away"}, {"replicas", {"n1"}}});
+  Ok({{"operation", "create_table"}, {"database", "away"}, {"table", "t"}, {"primary_key", "id"}});
+  Ok(Insert(json::array({{{"id", 1}}, {{"id", 2}}, {{"id", 3}}})));
+  ASSERT_EVENTUALLY([&] {
+    ASSERT_EQ(
+        n2_->Post({{"operation", "describe_table"}, {"database", "away"}, {"table", "t"}}).status,
+        200);
+  });
+  // Nobody ready would be left to serve the database.
+  ExpectBadRequest({{"operation", "alter_database"}, {"database", "away"}, {"replicas", {"n2"}}},
+                   "no ready member");
+  // n2 takes the placement, then applies nothing of its copy until the fault is cleared.
+  ASSERT_EQ(
+      n2_->Post({{"operation", "set_fault"}, {"fault", "replication.apply.before_commit=block"}})
+          .status,
+      200);
+  const json grown =
+      Ok({{"operation", "alter_database"}, {"database", "away"}, {"replicas", {"n1", "n2"}}});
+  EXPECT_EQ(grown["placement"]["ready"], json({"n1"}));
+  EXPECT_EQ(grown["placement"]["catching_up"], json({"n2"}));
+  ASSERT_EVENTUALLY([&] { ASSERT_EQ(StatusOf("away", n2_.get())["member"], true); });
+  EXPECT_EQ(StatusOf("away", n2_.get())["ready"], false);
+  EXPECT_THAT(StatusOf("away", n2_.get())["waiting_for"].get<std::string>(), HasSubstr("n1"));
+  // n2 holds none of the rows yet; its client still gets all three, from n1 (a forward goes
+  // over a route of the forwarding node, P4).
+  ASSERT_EQ(
+      n2_->Post({{"operation", "add_node"}, {"name", "n1"}, {"url", node_->peer_address()}}).status,
+      200);
+  const double forwarded = n2_->Metric("cairn_forwarded_operations_total");
+  HttpAnswer search = n2_->Post(SearchAll());
+  EXPECT_EQ(search.status, 200) << search.body;
+  EXPECT_EQ(search.json.size(), 3u) << search.body;
+  EXPECT_EQ(n2_->Metric("cairn_forwarded_operations_total"), forwarded + 1);
+
+  ASSERT_EQ(
+      n2_->Post({{"operation", "clear_fault"}, {"name", "replication.apply.before_commit"}}).status,
+      200);
+  // n2's announcement reaches n1, under the same placement change.
+  ASSERT_EVENTUALLY([&] {
+    const json p = Ok({{"operation", "describe_database"}, {"database", "away"}})["__placement__"];
+    ASSERT_EQ(p["catching_up"], json::array());
+    ASSERT_EQ(p["stamp"], grown["placement"]["stamp"]);
+  });
+  EXPECT_EQ(StatusOf("away", n2_.get())["ready"], true);
+  // n2 serves the database itself now.
+  search = n2_->Post(SearchAll());
+  EXPECT_EQ(search.json.size(), 3u) << search.body;
+  EXPECT_EQ(n2_->Metric("cairn_forwarded_operations_total"), forwarded + 1);
 }
 
 // Design 0013, P3 item 6: a non-member relays no rows, so a placement may add only members

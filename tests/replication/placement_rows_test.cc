@@ -162,8 +162,15 @@ TEST_F(PlacementRowsTest, P3_ANonMemberRefusesClientRowsButServesItsNodeLocalTab
                 .Write("sales", "scratch", json::array({{{"id", 1}, {"name", "x"}}}),
                        catalog::WriteMode::kInsert)
                 .status());
-  // A member serves them.
+  // A member still catching up refuses them too (P7); a ready member serves them.
   Place(c.get(), "sales", {"a", "b", "c"});
+  w = c->records().Write("sales", "orders", json::array({{{"id", 1}, {"name", "x"}}}),
+                         catalog::WriteMode::kInsert);
+  EXPECT_THAT(w.status(), HasErrorCode(ErrorCode::kNotAMember));
+  EXPECT_THAT(w.status().message(), ::testing::HasSubstr("catching up"));
+  catalog::v1::Placement ready = c->catalog().Snapshot()->FindDatabase("sales")->placement;
+  ready.clear_catching_up();
+  ASSERT_OK(c->catalog().ApplyPeerPlacement("sales", &ready, 0));
   EXPECT_OK(c->records()
                 .Write("sales", "orders", json::array({{{"id", 1}, {"name", "x"}}}),
                        catalog::WriteMode::kInsert)
