@@ -18,19 +18,23 @@
 namespace cairn::catalog {
 
 absl::StatusOr<std::string> Catalog::CatchUpBlocker(const DatabaseDef& d) const {
+  bool another_ready = false;
   for (const std::string& m : ReadyMembers(d.placement)) {
     if (m == options_.node_name) continue;
+    another_ready = true;
     std::string value;
     bool found = false;
     CAIRN_RETURN_IF_ERROR(
         engine_->Get(storage::Cf::kMeta, storage::CursorKey(m, d.name), &value, &found));
     storage::v1::ReplicaCursor cursor;
-    if (!found) return absl::StrCat("waiting for ", m, " to stream the database");
-    if (!cursor.ParseFromString(value)) {
-      return Error(ErrorCode::kInternal, absl::StrCat("a malformed cursor from ", m));
+    // An unreadable cursor is none (the next Subscribe asks for a full copy, R7).
+    if (!found || !cursor.ParseFromString(value)) {
+      return absl::StrCat("waiting for ", m, " to stream the database");
     }
     if (cursor.has_copy()) return absl::StrCat("copying the database from ", m);
   }
+  // Validated placements always have one (ValidatePeerPlacement, AlterPlacement).
+  if (!another_ready) return std::string("no other member is ready to copy from");
   // R14: "refetch/<db>/<table>\0<peer>" keys of a ready member's tables asked for again.
   const std::string prefix = absl::StrCat(storage::kRefetchPrefix, d.name, "/");
   auto it = engine_->NewIterator(storage::Cf::kMeta, nullptr, storage::PrefixSuccessor(prefix));
@@ -39,9 +43,13 @@ absl::StatusOr<std::string> Catalog::CatchUpBlocker(const DatabaseDef& d) const 
     const size_t nul = key.find('\0');
     if (nul == absl::string_view::npos) continue;
     const absl::string_view peer = key.substr(nul + 1);
+    const std::string table(key.substr(prefix.size(), nul - prefix.size()));
+    // Only a live replicated table's refetch is served; one left by a local drop (value 0,
+    // decision 44) waits for the table to live here again, perhaps for ever.
+    auto t = d.tables.find(table);
+    if (t == d.tables.end() || !t->second->replicate()) continue;
     if (peer != options_.node_name && IsReady(d.placement, peer)) {
-      return absl::StrCat("copying table ", key.substr(prefix.size(), nul - prefix.size()),
-                          " again from ", peer);
+      return absl::StrCat("copying table ", table, " again from ", peer);
     }
   }
   CAIRN_RETURN_IF_ERROR(storage::FromRocks(it->status()));
@@ -87,7 +95,13 @@ absl::Status Catalog::MarkReadyIfCaughtUp(absl::string_view db) {
 absl::Status Catalog::MarkReadyWhereCaughtUp() {
   const SnapshotRef snap = Snapshot();
   for (const auto& [name, d] : snap->databases) {
-    CAIRN_RETURN_IF_ERROR(MarkReadyIfCaughtUp(name));
+    // One database's failed check must not keep the node from starting: logged, and tried
+    // again at the next batch or placement change.
+    const absl::Status s = MarkReadyIfCaughtUp(name);
+    if (!s.ok()) {
+      spdlog::warn("[{}] readiness of database '{}' not checked: {}", options_.node_name, name,
+                   s.ToString());
+    }
   }
   return absl::OkStatus();
 }

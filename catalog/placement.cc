@@ -110,6 +110,11 @@ absl::Status ValidatePeerPlacement(const v1::Placement& p) {
                    absl::StrCat("a placement has '", m, "' catching up, which is not a member"));
     }
   }
+  // P7: no placement a node makes has every member catching up (AlterPlacement refuses it),
+  // and merging only makes members ready.
+  if (!IsEveryNode(p) && p.catching_up_size() == p.members_size()) {
+    return Error(ErrorCode::kBadRequest, "a placement with every member catching up");
+  }
   if (!p.origin().empty()) CAIRN_RETURN_IF_ERROR(ValidateNodeName(p.origin()));
   return absl::OkStatus();
 }

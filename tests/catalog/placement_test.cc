@@ -189,17 +189,27 @@ TEST_F(PlacementTest, P7_NewMembersAreCatchingUpUntilTheyAnnounceReady) {
   v1::Placement stray = Peer({"b", "c"}, shrunk.stamp() + 1, "n2");
   stray.add_catching_up("z");
   EXPECT_THAT(ApplyPeer("d", stray), HasErrorCode(ErrorCode::kBadRequest));
+  // Nor may every member be catching up: nobody would serve, nor be copied from.
+  v1::Placement nobody = Peer({"b", "c"}, shrunk.stamp() + 1, "n2");
+  nobody.add_catching_up("b");
+  nobody.add_catching_up("c");
+  EXPECT_THAT(ApplyPeer("d", nobody), HasErrorCode(ErrorCode::kBadRequest));
   ASSERT_OK(Reopen());
   EXPECT_EQ(PlacementOf("d").catching_up_size(), 0);
 }
 
 // Design 0013, P7: this node, added to a placement, is ready only once it has copied the
-// database from every ready member (a cursor with no copy in progress, R7) and no table is
-// being copied again from one of them (R14); then it announces it under the same change.
+// database from every ready member (a cursor written since it joined, with no copy in
+// progress, R7) and no live table is being copied again from one of them (R14); then it
+// announces it under the same change.
 TEST_F(PlacementTest, P7_ThisNodeIsReadyOnlyOnceItHasCopiedFromEveryReadyMember) {
   const std::string self = catalog().options().node_name;
   ASSERT_OK(catalog().CreateDatabase("d", PlacementSpec{{"p", "q"}, 0}));
   ASSERT_OK(catalog().CreateTable(Spec("d", "t")));
+  // Cursors from before the join (an earlier membership, say) prove nothing: the join drops
+  // them.
+  PutCursor("p", "d", 3, /*copying=*/false);
+  PutCursor("q", "d", 3, /*copying=*/false);
   std::vector<std::string> members{"p", "q", self};
   std::sort(members.begin(), members.end());
   v1::Placement joined = Peer(members, PlacementOf("d").stamp() + 1, "p");
@@ -214,13 +224,17 @@ TEST_F(PlacementTest, P7_ThisNodeIsReadyOnlyOnceItHasCopiedFromEveryReadyMember)
   EXPECT_FALSE(IsReady(PlacementOf("d"), self));
   EXPECT_THAT(Blocker("d"), HasSubstr("copying the database from p"));
 
+  // The join asked p and q (their cursors) for t again (P3 item 3); p's answer is done.
   PutCursor("p", "d", 10, /*copying=*/false);
-  PutMeta(storage::RefetchKey("d", "t", "q"), "");
+  DeleteMeta(storage::RefetchKey("d", "t", "p"));
   ASSERT_OK(catalog().MarkReadyIfCaughtUp("d"));
   EXPECT_FALSE(IsReady(PlacementOf("d"), self));
   EXPECT_THAT(Blocker("d"), HasSubstr("copying table t again from q"));
 
   DeleteMeta(storage::RefetchKey("d", "t", "q"));
+  // A refetch left by a local drop of a table not live here is never served (decision 44):
+  // it holds nothing back.
+  PutMeta(storage::RefetchKey("d", "gone", "q"), std::string(8, '\0'));
   EXPECT_EQ(Blocker("d"), "");
   ASSERT_OK(catalog().MarkReadyIfCaughtUp("d"));
   EXPECT_TRUE(IsReady(PlacementOf("d"), self));
