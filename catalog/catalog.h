@@ -199,6 +199,30 @@ class Catalog {
   // on every other ready member: for a cursor into that member's log with no full copy in
   // progress (R7), and for no refetch of a table from it pending (R14).
   absl::StatusOr<std::string> CatchUpBlocker(const DatabaseDef& d) const;
+
+  // ---- Releasing (P8, catalog_release.cc).
+  // A database this node was removed from and still holds rows of (storage::ReleaseKey),
+  // with the stamp of the placement that removed it.
+  struct PendingRelease {
+    std::string database;
+    Hlc removed_by = 0;
+  };
+  absl::StatusOr<std::vector<PendingRelease>> PendingReleases() const;
+  enum class ReleaseOutcome {
+    kReleased,          // the rows are gone
+    kCancelled,         // a member again, the database gone, or no release pending
+    kPlacementChanged,  // the placement is not the one of `confirmed_stamp`: confirm again
+    kBusy,              // an operation admitted before the removal is still running
+  };
+  // P8 (4): once the remaining members confirmed under the placement of `confirmed_stamp`,
+  // removes, in one batch under the database's lock, the rows, index entries, counts,
+  // shadows, pending purges, cursors, parked entries and refetch keys of the database's
+  // replicated tables here, and the release key; the definitions stay and no marker is
+  // written. The change log of the database is the caller's to trim.
+  absl::StatusOr<ReleaseOutcome> ReleaseRows(absl::string_view db, Hlc confirmed_stamp)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether `d`'s replicated tables have operations in flight (their admission gates).
+  static bool OperationsInFlight(const DatabaseDef& d);
   // C1, C2, C3, C13. Creates the database if absent (C14).
   absl::StatusOr<TableRef> CreateTable(const TableSpec& spec) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<TableRef> CreateAttribute(absl::string_view db, absl::string_view table,

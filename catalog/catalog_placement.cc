@@ -246,9 +246,22 @@ absl::Status Catalog::MergePlacement(const DatabaseLock& lock, absl::string_view
       (d != nullptr && row.has_value() &&
        (d->placement.SerializeAsString() != row->placement().SerializeAsString()));
   if (!database_changed && marker <= held_marker) return absl::OkStatus();
-  if (d != nullptr && row.has_value() && !IsMember(d->placement, options_.node_name) &&
-      IsMember(row->placement(), options_.node_name)) {
-    CAIRN_RETURN_IF_ERROR(PutJoinRefetches(engine_, *d, row->placement().stamp(), &batch));
+  if (d != nullptr && row.has_value()) {
+    const bool was = IsMember(d->placement, options_.node_name);
+    const bool is = IsMember(row->placement(), options_.node_name);
+    // why ignored (both): WriteBatch fails only beyond 4 GiB.
+    if (!was && is) {
+      CAIRN_RETURN_IF_ERROR(PutJoinRefetches(engine_, *d, row->placement().stamp(), &batch));
+      // P8: a member again before it let go: the release is cancelled, the rows stay.
+      batch.Delete(engine_->cf(Cf::kMeta), ToSlice(storage::ReleaseKey(db))).PermitUncheckedError();
+    } else if (was && !is) {
+      // P8: removed. The rows stay until the remaining members confirm they hold them all
+      // (replication's Releaser); this key says so across restarts.
+      batch
+          .Put(engine_->cf(Cf::kMeta), ToSlice(storage::ReleaseKey(db)),
+               internal::BigEndian(row->placement().stamp()))
+          .PermitUncheckedError();
+    }
   }
   if (database_changed) {
     if (row.has_value()) {

@@ -253,6 +253,15 @@ absl::StatusOr<TableRef> RecordStore::ResolveRows(absl::string_view db,
                    ": send the request to one of them"));
 }
 
+absl::StatusOr<Gate::Token> RecordStore::AdmitRows(const TableRef& def) const {
+  CAIRN_ASSIGN_OR_RETURN(Gate::Token token, def->state()->Admit(def->QualifiedName()));
+  // P8: a release waits for the operations in flight at the gates, then removes the rows.
+  // One that resolved the table while this node was a member, and is admitted only after
+  // that wait, sees it is not one any more.
+  CAIRN_RETURN_IF_ERROR(ResolveRows(def->database(), def->name()).status());
+  return token;
+}
+
 absl::StatusOr<TableRef> RecordStore::Refresh(const TableRef& def) const {
   auto live = catalog_->Snapshot()->FindTable(def->database(), def->name());
   if (!live.ok() || (*live)->generation_id() != def->generation_id()) {
@@ -284,7 +293,7 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
     return Error(ErrorCode::kBadRequest, "'records' must be an array of objects");
   }
   CAIRN_ASSIGN_OR_RETURN(TableRef def, ResolveRows(db, table));
-  CAIRN_ASSIGN_OR_RETURN(Gate::Token token, def->state()->Admit(def->QualifiedName()));
+  CAIRN_ASSIGN_OR_RETURN(Gate::Token token, AdmitRows(def));
 
   // 1. Primary keys (D1): every record must have a usable one before anything is written.
   std::vector<Input> inputs(records.size());  // not resized after: `record` may point into it
@@ -352,6 +361,7 @@ absl::StatusOr<WriteResult> RecordStore::Write(absl::string_view db, absl::strin
     CAIRN_ASSIGN_OR_RETURN(storage::ChangeLog::Reservation seqs,
                            EmitSlots(engine_, log_, def->database(), slots, &batch));
     if (seqs.count() == 0) return result;
+    result.log_seq = seqs.first() + seqs.count() - 1;
     CAIRN_RETURN_IF_ERROR(CommitLocal(&batch));
     return result;
   }
@@ -363,7 +373,7 @@ absl::StatusOr<WriteResult> RecordStore::Delete(absl::string_view db, absl::stri
                                                 const json& ids) {
   if (!ids.is_array()) return Error(ErrorCode::kBadRequest, "'ids' must be an array");
   CAIRN_ASSIGN_OR_RETURN(TableRef def, ResolveRows(db, table));
-  CAIRN_ASSIGN_OR_RETURN(Gate::Token token, def->state()->Admit(def->QualifiedName()));
+  CAIRN_ASSIGN_OR_RETURN(Gate::Token token, AdmitRows(def));
   std::vector<Slot> slots;
   absl::flat_hash_map<std::string, size_t> slot_of;
   std::vector<size_t> slot_index;
@@ -416,6 +426,7 @@ absl::StatusOr<WriteResult> RecordStore::Delete(absl::string_view db, absl::stri
   CAIRN_ASSIGN_OR_RETURN(storage::ChangeLog::Reservation seqs,
                          EmitSlots(engine_, log_, def->database(), slots, &batch));
   if (seqs.count() == 0) return result;
+  result.log_seq = seqs.first() + seqs.count() - 1;
   CAIRN_RETURN_IF_ERROR(CommitLocal(&batch));
   return result;
 }

@@ -56,6 +56,9 @@ struct WriteResult {
   // whether it replicates (C11). Test hooks show them to the cluster checker's model.
   Hlc row_generation = 0;
   bool replicate = true;
+  // The last change-log sequence number of the write's batch in its database's log; 0 when
+  // nothing was logged (design 0013, P10: a confirmed write waits for the members' acks of it).
+  uint64_t log_seq = 0;
 };
 
 struct SearchOptions {
@@ -122,6 +125,9 @@ class RecordStore {
   // or holds but is still catching up on (P7); OpsApi forwards such a request (P4). A
   // node-local table (C11) is served where it is.
   absl::StatusOr<TableRef> ResolveRows(absl::string_view db, absl::string_view table) const;
+  // Admission to `def`'s rows (C9), then ResolveRows again (P8: a release may have begun
+  // since the table was resolved). Every operation on rows takes its token here.
+  absl::StatusOr<Gate::Token> AdmitRows(const TableRef& def) const;
 
   // insert / upsert / update of a JSON array of objects (SPEC §5). All or nothing: any
   // invalid record refuses the whole batch with nothing written.

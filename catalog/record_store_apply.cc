@@ -96,6 +96,10 @@ absl::StatusOr<ApplyStats> RecordStore::ApplyPeerEntries(
       return a.stats;
     }
     CAIRN_RETURN_IF_ERROR(ResolvePeerEntries(db, *snap, entries, unapplied, &a));
+    // P8: admitted now (the targets hold their gates' tokens); a release that waited for
+    // the operations in flight may have removed the rows since `snap` said this node held
+    // them. Then the next attempt drops the entries as a non-member's.
+    if (!HoldsRowsOf(*catalog_->Snapshot(), db, options_.node_name)) continue;
     CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(options_.faults, fault_points::kApplyBeforeAttributes));
     for (auto& [table, specs] : a.missing) {
       PeerApply::Target& t = *a.targets[table];

@@ -555,7 +555,7 @@ absl::Status RecordStore::SearchByConditions(absl::string_view db, absl::string_
     }
   }
   if (options.validate_only) return absl::OkStatus();
-  CAIRN_ASSIGN_OR_RETURN(Gate::Token token, def->state()->Admit(def->QualifiedName()));
+  CAIRN_ASSIGN_OR_RETURN(Gate::Token token, AdmitRows(def));
   Emitter emit(*def, options, std::move(fields), visit, options_.faults);
   Plan plan;
   if (auto p = PlanOf(*def, search.root)) {

@@ -55,6 +55,7 @@ constexpr CodeInfo kCodes[] = {
     {"TOO_MANY_SUBSCRIPTIONS", absl::StatusCode::kUnavailable, 503},
     {"NOT_A_MEMBER", absl::StatusCode::kUnavailable, 503},
     {"NO_MEMBER_REACHABLE", absl::StatusCode::kUnavailable, 503},
+    {"CONFIRMATION_TIMEOUT", absl::StatusCode::kDeadlineExceeded, 504},
 };
 static_assert(sizeof(kCodes) / sizeof(kCodes[0]) == kMaxErrorCode + 1);
 

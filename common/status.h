@@ -51,8 +51,9 @@ enum class ErrorCode : int32_t {
   kTooManySubscriptions = 31,    // UNAVAILABLE           503  over --max-subscriptions (W5)
   kNotAMember = 32,              // UNAVAILABLE           503  design 0013, P3, P5
   kNoMemberReachable = 33,       // UNAVAILABLE           503  design 0013, P4
+  kConfirmationTimeout = 34,     // DEADLINE_EXCEEDED     504  design 0013, P10
 };
-inline constexpr int kMaxErrorCode = 33;
+inline constexpr int kMaxErrorCode = 34;
 
 // The canonical code that goes with a domain code (the table above).
 absl::StatusCode CanonicalCodeFor(ErrorCode code);

@@ -439,6 +439,8 @@ int Run(const NodeConfig& config) {
   api_options.audit = &audit;
   api_options.operation_timeout = config.operation_timeout;
   api_options.max_sort_bytes = config.max_sort_bytes;
+  api_options.replicated_confirmation = config.replicated_confirmation;
+  api_options.confirmation_timeout = config.confirmation_timeout;
   replication::ClusterOptions cluster_options;
   cluster_options.node_name = config.name;
   cluster_options.secret = cluster_secret;

@@ -237,6 +237,9 @@ absl::Status ValidateConfig(const NodeConfig& c) {
   if (c.drop_drain_timeout <= absl::ZeroDuration()) {
     return Error(ErrorCode::kBadRequest, "--drop-drain-timeout must be positive");
   }
+  if (c.confirmation_timeout <= absl::ZeroDuration()) {
+    return Error(ErrorCode::kBadRequest, "--confirmation-timeout must be positive");
+  }
   return absl::OkStatus();
 }
 
@@ -359,6 +362,15 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
                  "how long an operation may run from its request's first byte (a request's "
                  "timeout_ms may shorten it; 503 REQUEST_TIMEOUT beyond)")
       ->capture_default_str();
+  app.add_option("--replicated-confirmation", c.replicated_confirmation,
+                 "other members of a database that must acknowledge a write before it is "
+                 "answered, when the write names no replicated_confirmation (design 0013, P10)")
+      ->capture_default_str();
+  std::string confirmation_timeout = "5s";
+  app.add_option("--confirmation-timeout", confirmation_timeout,
+                 "how long a confirmed write waits for its confirmations (then 504 "
+                 "CONFIRMATION_TIMEOUT; the write stays done)")
+      ->capture_default_str();
   app.add_option("--max-sort-bytes", c.max_sort_bytes,
                  "sort values a sorted search may hold in memory (400 beyond)")
       ->capture_default_str();
@@ -467,6 +479,7 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
        {std::make_tuple(&request_timeout, &c.request_timeout, "--request-timeout"),
         std::make_tuple(&idle_timeout, &c.idle_timeout, "--idle-timeout"),
         std::make_tuple(&operation_timeout, &c.operation_timeout, "--operation-timeout"),
+        std::make_tuple(&confirmation_timeout, &c.confirmation_timeout, "--confirmation-timeout"),
         std::make_tuple(&operation_token_ttl, &c.operation_token_ttl, "--operation-token-ttl"),
         std::make_tuple(&refresh_token_ttl, &c.refresh_token_ttl, "--refresh-token-ttl")}) {
     // Days too ("30d"), which absl does not read.

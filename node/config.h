@@ -86,6 +86,9 @@ struct NodeConfig {
   // request's `timeout_ms` may shorten it), and the bytes a sort may hold.
   absl::Duration operation_timeout = absl::Seconds(60);
   uint64_t max_sort_bytes = 32 << 20;
+  // Design 0013, P10: the confirmations a write waits for when it names none, and how long.
+  uint64_t replicated_confirmation = 0;
+  absl::Duration confirmation_timeout = absl::Seconds(5);
   // Change subscriptions (SPEC W5): unsent bytes one may hold before it overflows, and how
   // many may be open on the node and per user.
   uint64_t subscription_buffer = 1 << 20;

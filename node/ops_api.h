@@ -67,6 +67,10 @@ struct OpsApiOptions {
   // `timeout_ms` may ask for (--operation-timeout), and what a sort may hold (--max-sort-bytes).
   absl::Duration operation_timeout = absl::Seconds(60);
   uint64_t max_sort_bytes = 32 << 20;
+  // Design 0013, P10: the confirmations a write waits for when it names none
+  // (--replicated-confirmation), and how long it waits (--confirmation-timeout).
+  uint64_t replicated_confirmation = 0;
+  absl::Duration confirmation_timeout = absl::Seconds(5);
 };
 
 class OpsApi {
@@ -175,6 +179,22 @@ class OpsApi {
                                  const catalog::v1::UserRow& user);
 
   absl::StatusOr<Reply> Write(const Fields& f, catalog::WriteMode mode) const;
+  // Design 0013, P10 (ops_api_confirm.cc): the confirmations a write of db.table asks for
+  // (its `replicated_confirmation`, else the node's default) and the members that may give
+  // them, this node excluded. BAD_REQUEST, before anything is written, when it asks for more
+  // than there are (a node-local table has none).
+  struct Confirmation {
+    size_t needed = 0;
+    std::vector<std::string> members;
+  };
+  absl::StatusOr<Confirmation> ConfirmationFor(const Fields& f, const std::string& db,
+                                               const std::string& table) const;
+  // Once the write ran: waits for `c` (no longer than --confirmation-timeout and the request's
+  // deadline). OK, or CONFIRMATION_TIMEOUT naming the members that confirmed and what the
+  // write did, which stays done.
+  absl::Status AwaitConfirmation(const Confirmation& c, const std::string& db,
+                                 const catalog::WriteResult& result, const std::string& message,
+                                 const Fields& f) const;
   // U4 for a write of `records` to db.table in `mode`, and for a read of db.table
   // (`*get_attributes` becomes what the role may read; every `searched` attribute must be).
   absl::Status CheckWrite(const Fields& f, const std::string& db, const std::string& table,

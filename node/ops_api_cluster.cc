@@ -82,6 +82,9 @@ absl::StatusOr<Reply> OpsApi::ClusterStatus(const Fields& f) const {
   // P11: each database this caller may see, where it lives and whether this node holds it.
   json databases = json::array();
   catalog::SnapshotRef snap = node_->catalog->Snapshot();
+  // P8: the databases this node was removed from and still holds rows of.
+  absl::btree_map<std::string, std::string> releasing;
+  if (options_.cluster != nullptr) releasing = options_.cluster->releaser()->Waiting();
   for (const auto& [db, d] : snap->databases) {
     if (!f.access().SeesDatabase(db)) continue;
     json entry{{"database", db},
@@ -93,6 +96,9 @@ absl::StatusOr<Reply> OpsApi::ClusterStatus(const Fields& f) const {
       absl::StatusOr<std::string> blocker = node_->catalog->CatchUpBlocker(*d);
       entry["waiting_for"] = blocker.ok() ? *blocker : blocker.status().ToString();
     }
+    auto r = releasing.find(db);
+    entry["releasing"] = r != releasing.end();
+    if (r != releasing.end()) entry["waiting_for"] = r->second;
     databases.push_back(std::move(entry));
   }
   body["databases"] = std::move(databases);

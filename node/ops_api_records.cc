@@ -1,5 +1,6 @@
 // The operations API: record writes and searches (SPEC §5; D1-D7).
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -79,6 +80,9 @@ absl::StatusOr<Reply> OpsApi::Write(const Fields& f, catalog::WriteMode mode) co
   // Issue 41: a request whose time is up while it waited writes nothing; once begun, the
   // write is one batch and completes.
   CAIRN_RETURN_IF_ERROR(f.CheckWriteDeadline());
+  CAIRN_ASSIGN_OR_RETURN(const Confirmation confirmation, ConfirmationFor(f, db, table));  // P10
+  std::optional<replication::Cluster::ConfirmScope> confirming;
+  if (confirmation.needed > 0) confirming.emplace(options_.cluster, db);
   CAIRN_ASSIGN_OR_RETURN(catalog::WriteResult result,
                          node_->records->Write(db, table, *records, mode));
   const char* verb = "inserted";
@@ -92,6 +96,7 @@ absl::StatusOr<Reply> OpsApi::Write(const Fields& f, catalog::WriteMode mode) co
   }
   const std::string message =
       absl::StrCat(verb, " ", result.written.size(), " of ", records->size(), " records");
+  CAIRN_RETURN_IF_ERROR(AwaitConfirmation(confirmation, db, result, message, f));
   return WriteReply(message, key, std::move(result), mode, /*is_delete=*/false, options_);
 }
 
@@ -101,10 +106,14 @@ absl::StatusOr<Reply> OpsApi::Delete(const Fields& f) const {
   CAIRN_ASSIGN_OR_RETURN(const json* ids, f.Array("ids", "hash_values"));
   CAIRN_RETURN_IF_ERROR(f.access().Table(db, table, {Action::kDelete}));  // U4
   CAIRN_RETURN_IF_ERROR(f.CheckWriteDeadline());                          // issue 41, as Write
+  CAIRN_ASSIGN_OR_RETURN(const Confirmation confirmation, ConfirmationFor(f, db, table));  // P10
+  std::optional<replication::Cluster::ConfirmScope> confirming;
+  if (confirmation.needed > 0) confirming.emplace(options_.cluster, db);
   CAIRN_ASSIGN_OR_RETURN(catalog::WriteResult result, node_->records->Delete(db, table, *ids));
   const std::string message =
       absl::StrCat(result.written.size(), " of ", ids->size(),
                    ids->size() == 1 ? " record" : " records", " successfully deleted");
+  CAIRN_RETURN_IF_ERROR(AwaitConfirmation(confirmation, db, result, message, f));
   return WriteReply(message, "deleted_hashes", std::move(result), catalog::WriteMode::kUpdate,
                     /*is_delete=*/true, options_);
 }

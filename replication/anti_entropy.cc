@@ -183,7 +183,7 @@ uint64_t AntiEntropy::rows_paced() const {
 }
 
 PeerVerify AntiEntropy::Verify(const std::string& peer, const std::string& db,
-                               const std::optional<std::string>& table) {
+                               const std::optional<std::string>& table, VerifyMode mode) {
   PeerVerify out;
   out.peer = peer;
   out.database = db;
@@ -193,7 +193,13 @@ PeerVerify AntiEntropy::Verify(const std::string& peer, const std::string& db,
     out.status = Error(ErrorCode::kDatabaseNotFound, absl::StrCat("database '", db, "' not found"));
     return out;
   }
-  if (!BothMembers(*snap, db, peer)) {
+  if (mode == VerifyMode::kRelease) {
+    if (!catalog::IsReady(database->placement, peer)) {
+      out.status = Error(ErrorCode::kNotAMember,
+                         absl::StrCat(peer, " is not a ready member of database '", db, "'"));
+      return out;
+    }
+  } else if (!BothMembers(*snap, db, peer)) {
     // P3: only members hold the rows, so only members compare them.
     out.status = Error(ErrorCode::kNotAMember,
                        absl::StrCat("database '", db, "' is placed on ",
@@ -233,7 +239,7 @@ PeerVerify AntiEntropy::Verify(const std::string& peer, const std::string& db,
       continue;
     }
     absl::Status error;
-    out.tables.push_back(VerifyTable(peer, def, &error));
+    out.tables.push_back(VerifyTable(peer, def, mode, &error));
     // A table that fails does not hold the others back; the next run starts at the first
     // that failed. A peer gone or this node stopping ends the run.
     if (!error.ok()) {
@@ -245,7 +251,7 @@ PeerVerify AntiEntropy::Verify(const std::string& peer, const std::string& db,
     }
   }
   out.finished = node_->hlc->WallNow();
-  Record(out, /*whole_database=*/!table.has_value());
+  if (mode == VerifyMode::kRepair) Record(out, /*whole_database=*/!table.has_value());
   return out;
 }
 
@@ -313,11 +319,12 @@ absl::Status AntiEntropy::Call(const std::string& peer, const TableRef& def,
   return s;
 }
 
-TableVerify AntiEntropy::VerifyTable(const std::string& peer, const TableRef& def,
+TableVerify AntiEntropy::VerifyTable(const std::string& peer, const TableRef& def, VerifyMode mode,
                                      absl::Status* error) {
   const absl::Time start = internal::SteadyNow();
   TableVerify out;
   out.table = def->name();
+  out.push_only = mode == VerifyMode::kRelease;
   absl::Status s = CompareTable(peer, def, &out);
   if (Dropping(s)) {  // C9: the table went while we compared it
     out.skipped = "dropped during the verify";
@@ -446,7 +453,9 @@ absl::Status AntiEntropy::CompareStamps(const std::string& peer, const TableRef&
 absl::Status AntiEntropy::Settle(const std::string& peer, const TableRef& def,
                                  const catalog::StampDiff& diff, uint64_t peer_log_id,
                                  uint64_t peer_seq, uint64_t own_seq, TableVerify* out) {
-  CAIRN_RETURN_IF_ERROR(Pull(peer, def, diff.pull, peer_log_id, peer_seq, out));
+  if (!out->push_only) {
+    CAIRN_RETURN_IF_ERROR(Pull(peer, def, diff.pull, peer_log_id, peer_seq, out));
+  }
   return Push(peer, def, diff.push, own_seq, out);
 }
 

@@ -76,12 +76,19 @@ struct TableVerify {
   // repairs may include rows replication was still to deliver.
   bool repaired_behind_replication = false;
   bool pull_stalled = false, push_stalled = false;  // later pages do not wait again
+  // A release's comparison (VerifyMode::kRelease): rows only the peer holds are not pulled.
+  bool push_only = false;
   absl::Duration duration;
   uint64_t rows_repaired() const { return repaired_here + repaired_there; }
   bool in_sync() const {
     return !schema_differs && unsettled == 0 && conflicts == 0 && unrepaired == 0;
   }
 };
+
+// kRepair: both sides take what they lack, between two members (R18). kRelease (design 0013,
+// P8): this node, removed from the database, makes sure a ready member holds every row it
+// holds; it pushes what the member lacks and takes nothing.
+enum class VerifyMode { kRepair, kRelease };
 
 // One database's comparison with one peer.
 struct PeerVerify {
@@ -115,10 +122,12 @@ class AntiEntropy {
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Compares `db` (every replicated table, or only `table`) with `peer` now: tables in name
-  // order, starting at the one where the last run of the database failed, if any.
+  // order, starting at the one where the last run of the database failed, if any. kRepair
+  // needs both to be members; kRelease needs `peer` to be a ready member, and is not
+  // recorded for cluster_status.
   PeerVerify Verify(const std::string& peer, const std::string& db,
-                    const std::optional<std::string>& table = std::nullopt)
-      ABSL_LOCKS_EXCLUDED(mu_);
+                    const std::optional<std::string>& table = std::nullopt,
+                    VerifyMode mode = VerifyMode::kRepair) ABSL_LOCKS_EXCLUDED(mu_);
 
   // The callee's side of one step, for the peer service. Errors are the call's status.
   // `cancelled` says the caller has gone (its call was cancelled or timed out): scans stop.
@@ -135,7 +144,7 @@ class AntiEntropy {
   uint64_t rows_paced() const;
 
  private:
-  TableVerify VerifyTable(const std::string& peer, const catalog::TableRef& def,
+  TableVerify VerifyTable(const std::string& peer, const catalog::TableRef& def, VerifyMode mode,
                           absl::Status* error);
   // Steps 1 and 2 of one table (design 0007); VerifyTable counts and logs what they found.
   absl::Status CompareTable(const std::string& peer, const catalog::TableRef& def,

@@ -42,6 +42,7 @@ Cluster::Cluster(catalog::LocalNode* node, ClusterOptions options)
     if (hook->cluster != nullptr) hook->cluster->OnCommit(db, origin);
   });
   anti_entropy_ = std::make_unique<AntiEntropy>(node_, this, options_.verify);
+  releaser_ = std::make_unique<Releaser>(node_, this, options_.release_interval);
   absl::MutexLock lock(&mu_);
   for (PeerRoute r : options_.peers) {
     r.id = next_route_id_++;
@@ -87,6 +88,7 @@ absl::Status Cluster::Start() {
   }
   trimmer_ = std::thread([this] { TrimLoop(); });
   anti_entropy_->Start();
+  releaser_->Start();
   parked_.Start();
   return absl::OkStatus();
 }
@@ -135,6 +137,22 @@ void Cluster::TrimOnce() {
                    *trimmed, *trimmed == 1 ? "y" : "ies", db);
     }
   }
+}
+
+std::optional<uint64_t> Cluster::AckedCursor(const std::string& peer, const std::string& db) const {
+  std::vector<std::shared_ptr<LinkSession>> sessions;
+  {
+    absl::MutexLock lock(&mu_);
+    sessions = sessions_;
+  }
+  std::optional<uint64_t> out;
+  for (const auto& s : sessions) {
+    if (s->peer() != peer) continue;
+    if (std::optional<uint64_t> acked = s->acked_cursor(db); acked.has_value()) {
+      out = std::max(out.value_or(0), *acked);
+    }
+  }
+  return out;
 }
 
 bool Cluster::ClaimReceiver(const std::string& peer, const LinkSession* s) {
@@ -282,7 +300,12 @@ void Cluster::Stop() {
     for (auto& [name, context] : dialing_) context->TryCancel();
   }
   for (auto& s : sessions) s->Cancel();
-  anti_entropy_->Stop();
+  {
+    absl::MutexLock lock(&confirm_mu_);
+    acked_.SignalAll();  // confirmed writes waiting answer now (P10)
+  }
+  anti_entropy_->Stop();  // first: a release's comparison in flight ends with its calls
+  releaser_->Stop();
   parked_.Stop();
   std::vector<std::thread> dialers;
   {

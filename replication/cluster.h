@@ -14,12 +14,13 @@
 // Implemented by concern: cluster.cc (start and stop, membership, sessions, fan-out,
 // retention, the cut hook), peer_service.cc (the Peer service and authentication),
 // cluster_dial.cc (dialers and channels), cluster_forward.cc (forwarded drops, both ways),
-// cluster_verify.cc (anti-entropy's calls), cluster_status.cc (cluster_status).
+// cluster_verify.cc (anti-entropy's calls), cluster_status.cc (cluster_status),
+// cluster_operate.cc (forwarded operations), cluster_confirm.cc (confirmed writes, P10).
 //
 // Lock order: membership_mu_ before ListenerHook::mu before Cluster::mu_ before
-// LinkSession::mu_. Only membership_mu_ is held across a storage write (a peer row, by
-// add_node / remove_node, which it serializes); none is held across network I/O or catalog
-// writes: sessions are copied out from under mu_ before they are notified.
+// LinkSession::mu_ before confirm_mu_, a leaf. Only membership_mu_ is held across a storage write
+// (a peer row, by add_node / remove_node, which it serializes); none is held across network I/O or
+// catalog writes: sessions are copied out from under mu_ before they are notified.
 #pragma once
 
 #include <algorithm>
@@ -49,6 +50,7 @@
 #include "replication/operation_runner.h"
 #include "replication/origin_book.h"
 #include "replication/parked_retrier.h"
+#include "replication/releaser.h"
 #include "replication/schema_sync.h"
 
 namespace cairn::replication {
@@ -88,6 +90,8 @@ struct ClusterOptions {
   uint64_t log_retention_entries = 10'000'000;
   absl::Duration log_retention_age = absl::Hours(24 * 7);
   absl::Duration trim_interval = absl::Seconds(10);
+  // Design 0013, P8: how often a removed member checks whether it may let go of its rows.
+  absl::Duration release_interval = absl::Seconds(1);
   // R16: how far ahead of this node's wall clock a peer's clock and stamps may be.
   absl::Duration max_clock_offset = absl::Milliseconds(500);
   AntiEntropyOptions verify;  // R18
@@ -265,6 +269,36 @@ class Cluster {
   void RecordClockOffset(const std::string& peer, int64_t offset_ms) ABSL_LOCKS_EXCLUDED(mu_);
   // R18: anti-entropy, both sides (replication/anti_entropy.h).
   AntiEntropy* anti_entropy() { return anti_entropy_.get(); }
+  Releaser* releaser() { return releaser_.get(); }
+  // Design 0013, P8: how far `peer` has applied this node's log of `db` as its links know
+  // (LinkSession::acked_cursor, the highest over its links); none without one.
+  std::optional<uint64_t> AckedCursor(const std::string& peer, const std::string& db) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- Confirmed writes (design 0013, P10; cluster_confirm.cc).
+  // While one is held, this node's batches of `db` ask their subscriber for an immediate ack
+  // (ChangeBatch.ack_now): taken before a confirmed write, so its batch is one of them.
+  class ConfirmScope {
+   public:
+    ConfirmScope(Cluster* cluster, std::string db);
+    ~ConfirmScope();
+    ConfirmScope(const ConfirmScope&) = delete;
+    ConfirmScope& operator=(const ConfirmScope&) = delete;
+
+   private:
+    Cluster* const cluster_;
+    const std::string db_;
+  };
+  bool ConfirmationsPending(const std::string& db) const ABSL_LOCKS_EXCLUDED(confirm_mu_);
+  // Waits until `n` of `members` have acknowledged this node's log of `db` through `seq`
+  // (AckedCursor: over a direct link), or until `deadline` or Stop. Returns those that have,
+  // in the order of `members`.
+  std::vector<std::string> WaitForConfirmations(const std::string& db, uint64_t seq, size_t n,
+                                                const std::vector<std::string>& members,
+                                                absl::Time deadline)
+      ABSL_LOCKS_EXCLUDED(mu_, confirm_mu_);
+  // For LinkSession: a peer acknowledged batches (wakes WaitForConfirmations).
+  void OnAck() ABSL_LOCKS_EXCLUDED(confirm_mu_);
   // One Verify call to `peer` over its route, answered within `timeout`. UNAVAILABLE when it
   // has no route from here, is cut, or does not answer in time; the peer's own error, codes
   // kept, when it answered one.
@@ -403,6 +437,13 @@ class Cluster {
   absl::flat_hash_set<std::string> cut_ ABSL_GUARDED_BY(mu_);  // peers cut off by a test hook
   std::thread trimmer_;                                        // started by Start, joined by Stop
   std::unique_ptr<AntiEntropy> anti_entropy_;  // constructed with the Cluster, stopped by Stop
+  std::unique_ptr<Releaser> releaser_;         // likewise (P8)
+  // P10. A leaf lock: nothing is called under it.
+  mutable absl::Mutex confirm_mu_;
+  absl::CondVar acked_;  // ack_epoch_ moved, or stopping_
+  uint64_t ack_epoch_ ABSL_GUARDED_BY(confirm_mu_) = 0;
+  absl::flat_hash_map<std::string, int> confirming_ ABSL_GUARDED_BY(confirm_mu_);  // per db
+  std::atomic<int> confirming_total_{0};  // the sum of confirming_, for a lock-free "none"
   // Verify calls in flight (CallVerify), for CancelVerifyCalls.
   absl::flat_hash_set<grpc::ClientContext*> verify_calls_ ABSL_GUARDED_BY(mu_);
   bool verify_calls_closed_ ABSL_GUARDED_BY(mu_) = false;

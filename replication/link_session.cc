@@ -20,6 +20,26 @@
 
 namespace cairn::replication {
 
+namespace {
+
+// The cursor the subscriber stores when it applies `b` (peer.proto, ChangeBatch); 0 when the
+// batch moves none (a full copy's or a refetch's, before its last).
+uint64_t StoredCursor(const peer::v1::ChangeBatch& b) {
+  if (b.has_copy()) return b.copy().done() ? b.copy().target_seq() : 0;
+  if (b.has_refetch()) return 0;
+  return b.has_cursor_seq() ? std::min(b.cursor_seq(), b.last_seq()) : b.last_seq();
+}
+
+}  // namespace
+
+void LinkSession::RecordsOut::Acked(uint64_t batch_no) {
+  while (!unacked.empty() && unacked.front().batch_no <= batch_no) {
+    uint64_t& cursor = acked_cursor[unacked.front().database];
+    cursor = std::max(cursor, unacked.front().cursor);
+    unacked.pop_front();
+  }
+}
+
 google::protobuf::ArenaOptions MessageArena::Options(char* first) {
   google::protobuf::ArenaOptions o;
   o.initial_block = first;
@@ -144,6 +164,7 @@ void LinkSession::TakeRound(LogSender* sender, Round* round) {
   if (in.ack_due) {
     round->control.emplace_back().mutable_ack()->set_batch_no(in.applied_no);
     in.ack_due = false;
+    in.ack_now = false;
     in.ack_sent_no = in.applied_no;
   }
   // Adverts out (cheap when nothing changed).
@@ -156,6 +177,11 @@ void LinkSession::TakeRound(LogSender* sender, Round* round) {
     out.skipping.clear();  // nothing is skipped until the peer advertises again
     out.echoes_asked = out.subscribe->echo_size() > 0;
     sender->Subscribe(*out.subscribe);
+    out.acked_cursor.clear();
+    out.unacked.clear();
+    for (const peer::v1::DbCursor& cursor : out.subscribe->cursors()) {
+      if (!cursor.has_copy()) out.acked_cursor[cursor.database()] = cursor.seq();
+    }
     out.subscribe.reset();
     out.peer_subscribed = true;
     schema_out_.round_due = true;  // a fresh DB_SCHEMA round before the first batch
@@ -284,6 +310,13 @@ bool LinkSession::WriteBatches(const Round& round, LogSender* sender) {
     {
       absl::MutexLock lock(&mu_);
       m.mutable_change_batch()->set_batch_no(++records_out_.sent_no);
+      // P10: a confirmed write of the database waits for this batch's ack.
+      if (cluster_->ConfirmationsPending(m.change_batch().database())) {
+        m.mutable_change_batch()->set_ack_now(true);
+      }
+      if (const uint64_t cursor = StoredCursor(m.change_batch()); cursor > 0) {
+        records_out_.unacked.push_back({records_out_.sent_no, m.change_batch().database(), cursor});
+      }
       records_out_.log_needs = sender->Needs();  // a copy just started keeps its tail from now on
     }
     if (ready != nullptr && !stream_->Write(*ready, /*more_follows=*/true)) return false;
@@ -479,6 +512,7 @@ void LinkSession::ApplierLoop() {
     absl::MutexLock lock(&mu_);
     records_in_.applied_no = batch.batch_no();
     records_in_.ack_due = true;
+    records_in_.ack_now = records_in_.ack_now || batch.ack_now();  // P10
     records_in_.stats = receiver.Stats(internal::SteadyNow());
   }
   cluster_->ReleaseReceiver(peer_, this);
@@ -553,9 +587,13 @@ absl::Status LinkSession::Dispatch(peer::v1::LinkMessage& m, std::unique_ptr<Mes
       return absl::OkStatus();
     }
     case peer::v1::LinkMessage::kAck: {
-      absl::MutexLock lock(&mu_);
-      RecordsOut& out = records_out_;
-      out.acked_no = std::max(out.acked_no, std::min(m.ack().batch_no(), out.sent_no));
+      {
+        absl::MutexLock lock(&mu_);
+        RecordsOut& out = records_out_;
+        out.acked_no = std::max(out.acked_no, std::min(m.ack().batch_no(), out.sent_no));
+        out.Acked(out.acked_no);
+      }
+      cluster_->OnAck();  // P10: confirmed writes look at the cursors again
       return absl::OkStatus();
     }
     default:

@@ -202,6 +202,15 @@ class LinkSession {
     absl::MutexLock lock(&mu_);
     return records_out_.log_needs;
   }
+  // Design 0013, P8: how far the peer has applied this node's log of `db`, as far as this
+  // link knows: the cursor it stores, as it subscribed or as the last batch it acked set it.
+  // None before the peer subscribed on this link or when it has no cursor of `db`.
+  std::optional<uint64_t> acked_cursor(const std::string& db) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    auto it = records_out_.acked_cursor.find(db);
+    if (it == records_out_.acked_cursor.end()) return std::nullopt;
+    return it->second;
+  }
   // Ends the session. Safe from any thread, also once Run has returned (then a no-op: an
   // inbound stream's context is gone by then).
   void Cancel() ABSL_LOCKS_EXCLUDED(mu_);
@@ -260,10 +269,11 @@ class LinkSession {
     uint64_t applied_no = 0;                   // the last batch applied
     uint64_t ack_sent_no = 0;                  // the last batch acked to the peer
     bool ack_due = false;                      // applied_no is not acked yet
+    bool ack_now = false;  // ... and a batch applied since asked for its ack at once (P10)
     ReceiveStats stats;
     // Something for the writer: a message to send, or enough batches applied to ack (R12).
     bool Due() const {
-      return !outbox.empty() || (ack_due && applied_no - ack_sent_no >= kAckEvery);
+      return !outbox.empty() || (ack_due && (ack_now || applied_no - ack_sent_no >= kAckEvery));
     }
   };
 
@@ -297,6 +307,16 @@ class LinkSession {
     uint64_t sent_no = 0;                              // the last batch sent
     uint64_t acked_no = 0;                             // the last batch the peer acked
     absl::btree_map<std::string, uint64_t> log_needs;  // LogSender::Needs, as of the last round
+    // P8: per database, the cursor the peer stores as of its Subscribe and its last ack; and
+    // per batch sent and not acked yet, the cursor the peer stores with it (StoredCursor).
+    absl::flat_hash_map<std::string, uint64_t> acked_cursor;
+    struct Unacked {
+      uint64_t batch_no = 0;
+      std::string database;
+      uint64_t cursor = 0;
+    };
+    std::deque<Unacked> unacked;
+    void Acked(uint64_t batch_no);
     bool RequestsDue() const {
       return subscribe.has_value() || !refetches.empty() || !adverts.empty();
     }

@@ -211,4 +211,6 @@ std::string RefetchKey(absl::string_view db, absl::string_view table, absl::stri
   return k;
 }
 
+std::string ReleaseKey(absl::string_view db) { return absl::StrCat(kReleasePrefix, db); }
+
 }  // namespace cairn::storage

@@ -133,5 +133,11 @@ std::string ParkedKey(absl::string_view peer, absl::string_view db, absl::string
                       absl::string_view encoded_pk);
 std::string ParkedPrefix(absl::string_view peer);  // "parked/<peer>\0"
 inline constexpr absl::string_view kParkedPrefix = "parked/";
+// "release/<db>" -> BE64 placement stamp: this node was removed from <db>'s members by the
+// placement of that stamp and still holds rows of it (design 0013, P8). Written in the
+// placement's batch; removed by the release's batch, or by a placement that makes the node a
+// member again.
+std::string ReleaseKey(absl::string_view db);
+inline constexpr absl::string_view kReleasePrefix = "release/";
 
 }  // namespace cairn::storage

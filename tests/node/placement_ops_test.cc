@@ -1,8 +1,9 @@
 // Design 0013 through the operations API (P2, P6, P11): create_database's `replicas` and
 // `replica_count`, alter_database, and where a placement shows (describe_database,
 // describe_all, cluster_status), P3's refusal of members without a link, P4/P5's
-// forwarding, and P7's new member catching up. A real cairnd n1 linked to a second, n2, so the
-// nodes it knows are n1 and n2.
+// forwarding, P7's new member catching up, P8's removed member letting go and P10's
+// confirmed writes. A real cairnd n1
+// linked to a second, n2, so the nodes it knows are n1 and n2.
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -43,8 +44,13 @@ class PlacementOpsTest : public ::testing::Test {
     n2_ = std::move(*n2);
     CairndOptions o;
     o.data_dir = dir_.Sub("n1");
-    o.args = {"--peer", "n2=" + n2_->peer_address(), "--cluster-secret-file", dir_.Sub("secret"),
-              "--enable-test-hooks"};
+    o.args = {"--peer",
+              "n2=" + n2_->peer_address(),
+              "--cluster-secret-file",
+              dir_.Sub("secret"),
+              "--enable-test-hooks",
+              "--confirmation-timeout",
+              "1s"};
     auto node = CairndProcess::Start(o);
     ASSERT_OK(node);
     node_ = std::move(*node);
@@ -325,6 +331,75 @@ TEST_F(PlacementOpsTest, P7_ANewMemberServesTheDatabaseOnlyOnceCaughtUp) {
   search = n2_->Post(SearchAll());
   EXPECT_EQ(search.json.size(), 3u) << search.body;
   EXPECT_EQ(n2_->Metric("cairn_forwarded_operations_total"), forwarded + 1);
+}
+
+// P8, P11: a removed member shows `releasing` (and what it waits for) until the remaining
+// member has acknowledged its log and holds every row; then it holds none (checked in its
+// storage), and forwards the database's operations to the member.
+TEST_F(PlacementOpsTest, P8_ARemovedMemberShowsReleasingUntilItLetsGo) {
+  Ok({{"operation", "create_database"}, {"database", "away"}, {"replicas", {"n1", "n2"}}});
+  Ok({{"operation", "create_table"}, {"database", "away"}, {"table", "t"}, {"primary_key", "id"}});
+  Ok(Insert(json::array({{{"id", 1}}, {{"id", 2}}, {{"id", 3}}})));
+  ASSERT_EVENTUALLY([&] { ASSERT_EQ(n2_->Post(SearchAll()).json.size(), 3u); });
+  // n2 applies nothing more of n1's stream until the fault is cleared.
+  ASSERT_EQ(
+      n2_->Post({{"operation", "set_fault"}, {"fault", "replication.apply.before_commit=block"}})
+          .status,
+      200);
+  Ok(Insert(json::array({{{"id", 4}}})));
+  EXPECT_EQ(StatusOf("away")["releasing"], false);
+  Ok({{"operation", "alter_database"}, {"database", "away"}, {"replicas", {"n2"}}});
+  ASSERT_EVENTUALLY([&] { ASSERT_EQ(StatusOf("away")["releasing"], true); });
+  EXPECT_THAT(StatusOf("away")["waiting_for"].get<std::string>(), HasSubstr("n2 to acknowledge"));
+  const json read = {{"operation", "read_rows"}, {"database", "away"}, {"table", "t"}};
+  EXPECT_EQ(Ok(read)["rows"].size(), 4u);
+
+  ASSERT_EQ(
+      n2_->Post({{"operation", "clear_fault"}, {"name", "replication.apply.before_commit"}}).status,
+      200);
+  ASSERT_EVENTUALLY([&] { ASSERT_EQ(StatusOf("away")["releasing"], false); });
+  EXPECT_EQ(Ok(read)["rows"].size(), 0u);
+  EXPECT_EQ(StatusOf("away")["member"], false);
+  // Every row is on n2, and n1 forwards to it.
+  EXPECT_EQ(n2_->Post(SearchAll()).json.size(), 4u);
+  HttpAnswer search = node_->Post(SearchAll());
+  EXPECT_EQ(search.status, 200) << search.body;
+  EXPECT_EQ(search.json.size(), 4u) << search.body;
+}
+
+// P10: a write with replicated_confirmation N is answered once N other members acknowledged
+// it; else, after --confirmation-timeout (1 s here), 504 naming who did, the write kept. More
+// than the other members is refused before anything is written.
+TEST_F(PlacementOpsTest, P10_AConfirmedWriteWaitsForTheOtherMembers) {
+  Ok({{"operation", "create_database"}, {"database", "away"}, {"replicas", {"n1", "n2"}}});
+  Ok({{"operation", "create_table"}, {"database", "away"}, {"table", "t"}, {"primary_key", "id"}});
+  auto confirmed = [](json op, int n) {
+    op["replicated_confirmation"] = n;
+    return op;
+  };
+  Ok(confirmed(Insert(json::array({{{"id", 1}}})), 1));
+  EXPECT_EQ(n2_->Post(SearchAll()).json.size(), 1u) << "answered before n2 held it";
+  ExpectBadRequest(confirmed(Insert(json::array({{{"id", 2}}})), 2), "1 other member(s) (n2)");
+  const json read = {{"operation", "read_rows"}, {"database", "away"}, {"table", "t"}};
+  EXPECT_EQ(Ok(read)["rows"].size(), 1u);
+
+  ASSERT_EQ(
+      n2_->Post({{"operation", "set_fault"}, {"fault", "replication.apply.before_commit=block"}})
+          .status,
+      200);
+  HttpAnswer late = node_->Post(confirmed(Insert(json::array({{{"id", 3}}})), 1));
+  EXPECT_EQ(late.status, 504) << late.body;
+  EXPECT_EQ(late.error_code(), "CONFIRMATION_TIMEOUT") << late.body;
+  EXPECT_EQ(late.json["confirmed_by"], json::array()) << late.body;
+  EXPECT_EQ(late.json["written"], json({3})) << late.body;
+  EXPECT_EQ(Ok(read)["rows"].size(), 2u) << "the write is not undone";
+  ASSERT_EQ(
+      n2_->Post({{"operation", "clear_fault"}, {"name", "replication.apply.before_commit"}}).status,
+      200);
+  ASSERT_EVENTUALLY([&] { ASSERT_EQ(n2_->Post(SearchAll()).json.size(), 2u); });
+  // A delete is confirmed the same way.
+  Ok(confirmed({{"operation", "delete"}, {"database", "away"}, {"table", "t"}, {"ids", {1}}}, 1));
+  EXPECT_EQ(n2_->Post(SearchAll()).json.size(), 1u);
 }
 
 // Design 0013, P3 item 6: a non-member relays no rows, so a placement may add only members

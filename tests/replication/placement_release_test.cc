@@ -1,0 +1,144 @@
+// Design 0013, P8: a node removed from a database's members keeps its rows until every member
+// ready under the new placement has acknowledged its log and, by a digest comparison this node
+// pushes, holds every row it holds; then it removes them, keeping the definitions. Two
+// TestNodes linked over real gRPC on loopback.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "catalog/placement.h"
+#include "common/fault.h"
+#include "common/fault_points.h"
+#include "replication/releaser.h"
+#include "storage/keys.h"
+#include "storage/value_codec.h"
+#include "tests/replication/test_node.h"
+#include "tests/testing/testing.h"
+
+namespace cairn::replication {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+class PlacementReleaseTest : public ::testing::Test {
+ protected:
+  // a and b, linked both ways, with database "sales" on both and `rows` rows written on a
+  // that b holds.
+  void SetUpPair(int rows) {
+    a_ = std::make_unique<TestNode>("a", dir_.Sub("a"), "s3cret");
+    b_ = std::make_unique<TestNode>("b", dir_.Sub("b"), "s3cret");
+    a_->Start();
+    b_->Start();
+    a_->Route(*b_);
+    b_->Route(*a_);
+    ASSERT_OK(a_->catalog().CreateDatabase("sales", catalog::PlacementSpec{{"a", "b"}, 0}));
+    ASSERT_OK(a_->catalog().CreateTable(Spec("sales", "orders", {"name"})));
+    Write(0, rows);
+    ASSERT_EVENTUALLY(
+        [&] { ASSERT_EQ(TableRows(*b_, "sales", "orders").size(), static_cast<size_t>(rows)); });
+  }
+  void Write(int from, int to) {
+    json records = json::array();
+    for (int i = from; i < to; ++i)
+      records.push_back({{"id", absl::StrCat("k", i)}, {"name", "x"}});
+    ASSERT_OK(a_->records().Write("sales", "orders", records, catalog::WriteMode::kUpsert));
+  }
+  // b blocks applying a's stream (kReplApplyBeforeCommit) once a wrote rows [from, to).
+  void StallB(int from, int to) {
+    b_->faults().Set(fault_points::kReplApplyBeforeCommit, FaultAction::Block());
+    Write(from, to);
+    ASSERT_TRUE(
+        b_->faults().WaitUntilBlocked(fault_points::kReplApplyBeforeCommit, absl::Seconds(10)));
+  }
+  // a is removed: "sales" lives on b alone.
+  void RemoveA() {
+    ASSERT_OK(a_->catalog().AlterPlacement("sales", catalog::PlacementSpec{{"b"}, 0}).status());
+  }
+  static bool Pending(TestNode& n) {
+    absl::StatusOr<std::vector<catalog::Catalog::PendingRelease>> p = n.catalog().PendingReleases();
+    EXPECT_OK(p.status());
+    return p.ok() && !p->empty();
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<TestNode> a_, b_;
+};
+
+TEST_F(PlacementReleaseTest, P8_ARemovedMemberLetsGoAfterTheOthersConfirm) {
+  SetUpPair(5);
+  // b stops applying a's stream: what a writes now, b does not hold.
+  StallB(5, 8);
+  RemoveA();
+  EXPECT_TRUE(Pending(*a_));
+  // a holds rows b has not acknowledged: it keeps them, and says what it waits for.
+  const auto waiting = a_->cluster().releaser()->RunOnce();
+  ASSERT_EQ(waiting.count("sales"), 1u);
+  EXPECT_THAT(waiting.at("sales"), HasSubstr("b to acknowledge this node's log"));
+  EXPECT_EQ(TableRows(*a_, "sales", "orders").size(), 8u);
+  // Clients' rows are refused (forwarded by the ops API, P4) from the removal on.
+  EXPECT_THAT(a_->records()
+                  .Write("sales", "orders", json::array({{{"id", "late"}, {"name", "x"}}}),
+                         catalog::WriteMode::kUpsert)
+                  .status(),
+              testing::HasErrorCode(ErrorCode::kNotAMember));
+
+  b_->faults().Release(fault_points::kReplApplyBeforeCommit);
+  ASSERT_EVENTUALLY([&] {
+    a_->cluster().releaser()->RunOnce();
+    ASSERT_FALSE(Pending(*a_));
+  });
+  EXPECT_TRUE(TableRows(*a_, "sales", "orders").empty());
+  EXPECT_EQ(TableRows(*b_, "sales", "orders").size(), 8u);
+  // The definitions stay (P12), the log and the cursors go.
+  EXPECT_NE(a_->Table("sales", "orders"), nullptr);
+  EXPECT_EQ(a_->local().log->TrimmedThrough("sales"), a_->local().log->CommittedSeq("sales"));
+  std::string value;
+  bool found = true;
+  ASSERT_OK(a_->local().engine->Get(storage::Cf::kMeta, storage::CursorKey("b", "sales"), &value,
+                                    &found));
+  EXPECT_FALSE(found);
+  EXPECT_TRUE(a_->cluster().releaser()->Waiting().empty());
+}
+
+TEST_F(PlacementReleaseTest, P8_ARemovedMemberPushesWhatTheOthersLackBeforeItLetsGo) {
+  SetUpPair(5);
+  // b loses k0 behind replication's back: its cursor on a's log is past it, so only a
+  // digest comparison can find it missing.
+  catalog::TableRef def = b_->Table("sales", "orders");
+  ASSERT_NE(def, nullptr);
+  std::string pk;
+  ASSERT_OK(storage::AppendPrimaryKey(json("k0"), &pk));
+  rocksdb::WriteBatch lose;
+  ASSERT_TRUE(lose.Delete(b_->local().engine->cf(storage::Cf::kRecords),
+                          storage::RecordKey(def->generation_id(), pk))
+                  .ok());
+  ASSERT_OK(b_->local().engine->Write(&lose));
+  ASSERT_EQ(TableRows(*b_, "sales", "orders").size(), 4u);
+
+  RemoveA();
+  ASSERT_EVENTUALLY([&] {
+    a_->cluster().releaser()->RunOnce();
+    ASSERT_FALSE(Pending(*a_));
+  });
+  EXPECT_TRUE(TableRows(*a_, "sales", "orders").empty());
+  EXPECT_EQ(TableRows(*b_, "sales", "orders").size(), 5u) << "k0 was released without b holding it";
+}
+
+TEST_F(PlacementReleaseTest, P8_AMemberAgainBeforeTheReleaseKeepsItsRows) {
+  SetUpPair(3);
+  StallB(3, 4);
+  RemoveA();
+  EXPECT_TRUE(Pending(*a_));
+  ASSERT_OK(a_->catalog().AlterPlacement("sales", catalog::PlacementSpec{{"a", "b"}, 0}).status());
+  EXPECT_FALSE(Pending(*a_)) << "the placement's own batch cancels the release";
+  ASSERT_OK_AND_ASSIGN(catalog::Catalog::ReleaseOutcome outcome,
+                       a_->catalog().ReleaseRows("sales", 0));
+  EXPECT_EQ(outcome, catalog::Catalog::ReleaseOutcome::kCancelled);
+  b_->faults().Release(fault_points::kReplApplyBeforeCommit);
+  EXPECT_EQ(TableRows(*a_, "sales", "orders").size(), 4u);
+}
+
+}  // namespace
+}  // namespace cairn::replication
