@@ -8,6 +8,7 @@
 
 #include "catalog/internal/record_batch.h"
 #include "catalog/internal/record_codec.h"
+#include "catalog/placement.h"
 #include "catalog/record_store.h"
 #include "common/fault_points.h"
 #include "common/status.h"
@@ -105,6 +106,12 @@ void RestoreShadow(storage::Engine* engine, const TableDef& def, const TableDef&
 
 absl::StatusOr<uint64_t> RecordStore::PurgeRowsBefore(const TableRef& def, Hlc marker) {
   CAIRN_ASSIGN_OR_RETURN(Gate::Token token, def->state()->Admit(def->QualifiedName()));
+  if (!HoldsRowsOf(*catalog_->Snapshot(), def->database(), options_.node_name)) {
+    // Design 0013, P8: a removed member's rows go by its release, which waits for the
+    // operations in flight; a purge admitted after that wait must not put a row back. The
+    // pending purge stays, for a member again (run at the next start or marker).
+    return uint64_t{0};
+  }
   const std::string begin = storage::GenerationPrefix(def->generation_id());
   const std::string end = storage::GenerationPrefix(def->generation_id() + 1);
   uint64_t purged = 0;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "catalog/placement.h"
 #include "common/status.h"
 #include "replication/anti_entropy.h"
 #include "replication/cluster.h"
@@ -82,6 +83,14 @@ TableRef AntiEntropy::ServedTable(const std::string& peer, const peer::v1::Verif
     return nullptr;
   }
   catalog::SnapshotRef snap = node_->catalog->Snapshot();
+  if (!catalog::HoldsRowsOf(*snap, t.database(), node_->records->node_name())) {
+    // Design 0013, P3, P9: only a member compares its rows. A peer whose view of the
+    // placement is older asks a node that is no longer a member here; above all, a member
+    // releasing the database (P8) must not take this node, which may be releasing it too,
+    // for one that holds its rows. Not a schema difference: the caller confirms nothing.
+    response->set_skipped("not a member of the database here (design 0013, P3)");
+    return nullptr;
+  }
   auto found = snap->FindTable(t.database(), t.table());
   if (!found.ok()) {
     const bool dropping = Dropping(found.status());

@@ -182,6 +182,7 @@ void LinkSession::TakeRound(LogSender* sender, Round* round) {
     for (const peer::v1::DbCursor& cursor : out.subscribe->cursors()) {
       if (!cursor.has_copy()) out.acked_cursor[cursor.database()] = cursor.seq();
     }
+    cluster_->OnAck();  // P10: a write waiting may be confirmed by these (confirm_mu_ is a leaf)
     out.subscribe.reset();
     out.peer_subscribed = true;
     schema_out_.round_due = true;  // a fresh DB_SCHEMA round before the first batch

@@ -103,6 +103,9 @@ std::string Releaser::Step(const catalog::Catalog::PendingRelease& release) {
     const uint64_t through = node_->log->ReservedSeq(db);
     // 2, 3.
     if (std::string why = Unconfirmed(*d, through); !why.empty()) return why;
+    // Nothing writes the database here once drained (AdmitRows, and a purge checks too):
+    // an entry logged since would be one the members did not confirm.
+    if (node_->log->ReservedSeq(db) != through) return "new entries were logged: confirming again";
     confirmed_stamp = d->placement.stamp();
   }
   // 4.

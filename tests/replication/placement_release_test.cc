@@ -140,5 +140,32 @@ TEST_F(PlacementReleaseTest, P8_AMemberAgainBeforeTheReleaseKeepsItsRows) {
   EXPECT_EQ(TableRows(*a_, "sales", "orders").size(), 4u);
 }
 
+// P9: two members that both leave (each in the other's view still a member, their
+// placements apart) never confirm each other: a node compares its rows only while it is a
+// member in its own view, so neither takes the other for a holder and neither releases.
+TEST_F(PlacementReleaseTest, P9_TwoLeavingMembersNeverConfirmEachOther) {
+  SetUpPair(2);
+  // b's view of the placement is now "a alone", as a placement b has not passed on yet.
+  catalog::v1::Placement only_a = b_->catalog().Snapshot()->FindDatabase("sales")->placement;
+  only_a.clear_members();
+  only_a.add_members("a");
+  only_a.set_stamp(only_a.stamp() + 1);
+  a_->cluster().CutLink("b");  // so that it is not passed on
+  b_->cluster().CutLink("a");
+  ASSERT_OK(b_->catalog().ApplyPeerPlacement("sales", &only_a, 0));
+  EXPECT_TRUE(Pending(*b_));
+  // The comparison a would run to confirm b holds its rows, answered by b itself.
+  peer::v1::VerifyRequest request;
+  request.mutable_table()->set_database("sales");
+  request.mutable_table()->set_table("orders");
+  request.mutable_table()->set_created_time(b_->Table("sales", "orders")->created_time());
+  request.mutable_digest()->set_depth(1);
+  peer::v1::VerifyResponse response;
+  ASSERT_OK(b_->cluster().anti_entropy()->Serve("a", request, &response));
+  EXPECT_THAT(response.skipped(), HasSubstr("not a member"));
+  EXPECT_FALSE(response.schema_differs());
+  EXPECT_EQ(TableRows(*b_, "sales", "orders").size(), 2u);
+}
+
 }  // namespace
 }  // namespace cairn::replication
