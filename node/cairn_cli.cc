@@ -484,12 +484,15 @@ int Main(int argc, char** argv) {
                       ? json{{"operation", "describe_all"}}
                       : json{{"operation", "describe_database"}, {"database", verify_what}};
       if (int rc = Run(c, list, /*quiet=*/true, &all); rc != 0) return rc;
-      if (verify_what.empty()) {
-        for (const auto& [db, ts] : all.items()) {
-          for (const auto& [t, def] : ts.items()) tables.emplace_back(db, t);
+      auto add = [&](const std::string& db, const json& ts) {
+        for (const auto& [t, def] : ts.items()) {
+          if (t != "__placement__") tables.emplace_back(db, t);  // P11's entry is no table
         }
+      };
+      if (verify_what.empty()) {
+        for (const auto& [db, ts] : all.items()) add(db, ts);
       } else {
-        for (const auto& [t, def] : all.items()) tables.emplace_back(verify_what, t);
+        add(verify_what, all);
       }
     }
     bool in_sync = true;

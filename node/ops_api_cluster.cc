@@ -9,6 +9,7 @@
 #include "absl/container/btree_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "catalog/placement.h"
 #include "common/clock.h"
 #include "common/status.h"
 #include "node/backup.h"
@@ -166,11 +167,19 @@ absl::StatusOr<Reply> OpsApi::Verify(const Fields& f) const {
     CAIRN_ASSIGN_OR_RETURN(table, f.Table());
   }
   if (options_.cluster == nullptr) return Error(ErrorCode::kInternal, "no cluster");
-  if (node_->catalog->Snapshot()->FindDatabase(db) == nullptr) {
+  const catalog::SnapshotRef snap = node_->catalog->Snapshot();
+  const catalog::DatabaseDef* database = snap->FindDatabase(db);
+  if (database == nullptr) {
     return Error(ErrorCode::kDatabaseNotFound, absl::StrCat("database '", db, "' not found"));
   }
-  if (table.has_value()) {
-    CAIRN_RETURN_IF_ERROR(node_->catalog->Snapshot()->FindTable(db, *table).status());
+  if (table.has_value()) CAIRN_RETURN_IF_ERROR(snap->FindTable(db, *table).status());
+  // P3: only members hold a placed database's rows, so only members compare them: a member
+  // verifies with the other members, and a non-member's NOT_A_MEMBER forwards the verify to
+  // a member (P4), whose answer is the answer.
+  if (!catalog::HoldsRowsOf(*snap, db, options_.node_name)) {
+    return Error(ErrorCode::kNotAMember, absl::StrCat("database '", db, "' is placed on ",
+                                                      catalog::DescribeMembers(database->placement),
+                                                      ": this node holds none of its rows"));
   }
   std::vector<std::string> peers = options_.cluster->VerifyPeers();
   if (f.Find("node") != nullptr) {
@@ -182,6 +191,11 @@ absl::StatusOr<Reply> OpsApi::Verify(const Fields& f) const {
                                 "verify with (verify.v1)"));
     }
     peers = {node};
+  } else {
+    peers.erase(
+        std::remove_if(peers.begin(), peers.end(),
+                       [&](const std::string& p) { return !catalog::HoldsRowsOf(*snap, db, p); }),
+        peers.end());
   }
   json answers = json::array();
   uint64_t compared = 0, repaired = 0;
@@ -189,8 +203,9 @@ absl::StatusOr<Reply> OpsApi::Verify(const Fields& f) const {
   if (f.Find("node") == nullptr) {
     // Routes from here to peers it cannot verify with now: not "in sync", and said why.
     for (const replication::PeerStatus& p : options_.cluster->Status()) {
-      if (p.address.empty() || std::find(peers.begin(), peers.end(), p.name) != peers.end()) {
-        continue;  // no route from here (it verifies from its side), or verified below
+      if (p.address.empty() || std::find(peers.begin(), peers.end(), p.name) != peers.end() ||
+          !catalog::HoldsRowsOf(*snap, db, p.name)) {
+        continue;  // no route from here (it verifies from its side), verified below, or P3
       }
       answers.push_back({{"node", p.name},
                          {"tables", json::array()},

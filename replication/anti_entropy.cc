@@ -51,6 +51,7 @@ bool PeerSkipped(const std::string& peer, const peer::v1::VerifyResponse& respon
   if (response.skipped().empty()) return false;
   out->skipped = absl::StrCat(peer, ": ", response.skipped());
   out->schema_differs = response.schema_differs();
+  out->peer_node_local = response.node_local();
   return true;
 }
 

@@ -69,6 +69,8 @@ struct TableVerify {
   uint64_t unrepaired = 0;
   // The peer holds another generation of the table, or none: its schema has not converged.
   bool schema_differs = false;
+  // The peer's table of the name is node-local (C11): it never holds these rows.
+  bool peer_node_local = false;
   uint64_t differing_leaves = 0;
   uint64_t peer_rows = 0;                       // rows in the peer's digest (0: not known yet)
   uint64_t bytes_sent = 0, bytes_received = 0;  // the Verify messages of this comparison

@@ -102,6 +102,7 @@ TableRef AntiEntropy::ServedTable(const std::string& peer, const peer::v1::Verif
   std::string why;
   if (!def->replicate()) {
     why = "node-local here (C11)";
+    response->set_node_local(true);
   } else if (def->created_time() != t.created_time()) {
     why = absl::StrCat("another generation here (created_time ", def->created_time(), ")");
   } else {

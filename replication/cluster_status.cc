@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "catalog/placement.h"
 #include "replication/cluster.h"
 #include "replication/link_session.h"
 
@@ -28,9 +29,17 @@ void ReportParked(const ParkedRetrier::Counts& parked, absl::Time now, PeerStatu
 }
 
 // `now` is the node's clock: lag is measured against the peer's stamps (R16 bounds their offset).
-void ReportReceived(const ReceiveStats& r, absl::Time now, PeerStatus* p) {
-  p->lag_entries = r.lag_entries;
-  p->lag_ms = r.LagMs(now);
+// Lag counts the databases both this node and the peer hold rows of (design 0013, P3): of
+// any other the peer sends nothing, whatever a cursor kept from an earlier placement says.
+void ReportReceived(const ReceiveStats& r, const catalog::CatalogSnapshot& snap,
+                    const std::string& self, absl::Time now, PeerStatus* p) {
+  p->lag_entries = 0;
+  for (const auto& [db, lag] : r.lag_by_db) {
+    if (catalog::HoldsRowsOf(snap, db, self) && catalog::HoldsRowsOf(snap, db, p->name)) {
+      p->lag_entries += lag;
+    }
+  }
+  p->lag_ms = p->lag_entries == 0 ? 0 : r.LagMs(now);
   p->full_copy_active = r.copy_active;
   p->full_copy_percent = r.copy_percent;
   p->full_copy_rows_per_s = r.copy_rows_per_s;
@@ -110,7 +119,8 @@ std::vector<PeerStatus> Cluster::Status() const {
     }
     for (const auto& session : sessions_) {
       if (state.receiver != nullptr && session.get() == state.receiver) {
-        ReportReceived(session->receive_stats(), node_->hlc->WallNow(), &p);
+        ReportReceived(session->receive_stats(), *snap, options_.node_name, node_->hlc->WallNow(),
+                       &p);
       }
     }
     // R17: counted from storage, linked or not (ParkedRetrier); aged by the clock Parking

@@ -186,7 +186,11 @@ class LogSender {
 
 // What the receiver side reports per peer (cluster_status).
 struct ReceiveStats {
-  uint64_t lag_entries = 0;
+  uint64_t lag_entries = 0;  // summed over lag_by_db
+  // Entries of each database the peer has logged past the cursor (head - cursor). Status
+  // sums only the databases both ends hold rows of (design 0013, P3): the peer never sends
+  // another's, so its lag there would never end.
+  absl::btree_map<std::string, uint64_t> lag_by_db;
   int64_t newest_applied_ms = 0;         // physical time of the newest version last applied
   int64_t LagMs(absl::Time now) const {  // 0 when caught up
     return lag_entries == 0 ? 0 : std::max<int64_t>(0, absl::ToUnixMillis(now) - newest_applied_ms);

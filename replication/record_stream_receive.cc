@@ -255,7 +255,10 @@ ReceiveStats ReceiverState::Stats(absl::Time now) const {
   absl::Time earliest = now;
   for (const auto& [db, p] : progress_) {
     s.cursors[db] = p.cursor;
-    if (p.head > p.cursor) s.lag_entries += p.head - p.cursor;
+    if (p.head > p.cursor) {
+      s.lag_entries += p.head - p.cursor;
+      s.lag_by_db[db] = p.head - p.cursor;
+    }
     s.newest_applied_ms = std::max<int64_t>(
         s.newest_applied_ms, static_cast<int64_t>(HybridClock::PhysicalMs(p.newest_version)));
     if (p.copy.has_value()) {

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/btree_set.h"
 #include "absl/strings/str_cat.h"
 #include "catalog/placement.h"
 #include "replication/anti_entropy.h"
@@ -135,6 +136,9 @@ std::string Releaser::Step(const catalog::Catalog::PendingRelease& release) {
   return "";
 }
 
+// Step 3 per table: every ready member that can hold a table's rows must hold every row of
+// it this node holds. A member whose table of the name is node-local (C11) never can, so it
+// is not asked for that table; but some member must hold it, or the rows would go nowhere.
 std::string Releaser::Unconfirmed(const catalog::DatabaseDef& d, uint64_t through) {
   const std::vector<std::string> members = catalog::ReadyMembers(d.placement);
   for (const std::string& m : members) {
@@ -145,15 +149,24 @@ std::string Releaser::Unconfirmed(const catalog::DatabaseDef& d, uint64_t throug
                                             : std::string(" (no acknowledgement on a live link)"));
     }
   }
+  absl::btree_set<std::string> held;  // tables some member confirmed it holds
   for (const std::string& m : members) {
     PeerVerify v = cluster_->anti_entropy()->Verify(m, d.name, std::nullopt, VerifyMode::kRelease);
     if (!v.status.ok()) {
       return absl::StrCat("a digest comparison with ", m, ": ", v.status.message());
     }
     for (const TableVerify& t : v.tables) {
+      if (t.peer_node_local) continue;  // C11 there: another member holds the rows
       if (std::string why = TableUnconfirmed(d, t); !why.empty()) {
         return absl::StrCat(m, " to hold every row: ", why);
       }
+      held.insert(t.table);
+    }
+  }
+  for (const auto& [name, def] : d.tables) {
+    if (def->replicate() && held.count(name) == 0) {
+      return absl::StrCat("a member to hold table ", name,
+                          ": every ready member holds a node-local table of the name (C11)");
     }
   }
   return "";

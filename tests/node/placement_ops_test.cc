@@ -426,6 +426,86 @@ TEST_F(PlacementOpsTest, P3_APlacementAddsOnlyMembersThisNodeIsLinkedTo) {
   Ok({{"operation", "alter_database"}, {"database", "sales"}, {"replicas", "*"}});
 }
 
+// Design 0013, P3: only members hold the rows, so only members compare them. A member's
+// verify leaves the non-members out instead of answering each with an error, and a verify on
+// a non-member is forwarded to a member (P4).
+TEST_F(PlacementOpsTest, P3_OnlyMembersVerifyAPlacedDatabase) {
+  ASSERT_NO_FATAL_FAILURE(CreateAwayTable());
+  Ok(Insert(json::array({{{"id", 1}, {"v", "one"}}})));
+  for (CairndProcess* on : {node_.get(), n2_.get()}) {
+    HttpAnswer a = on->Post({{"operation", "verify"}, {"database", "away"}});
+    ASSERT_EQ(a.status, 200) << a.body;
+    EXPECT_EQ(a.json["peers"], json::array()) << a.body;  // n2 has no other member
+    EXPECT_EQ(a.json["in_sync"], true) << a.body;
+  }
+  // Placed on both, both compare with each other.
+  Ok({{"operation", "alter_database"}, {"database", "away"}, {"replicas", {"n1", "n2"}}});
+  ASSERT_EVENTUALLY([&] {
+    HttpAnswer both = node_->Post({{"operation", "verify"}, {"database", "away"}});
+    ASSERT_EQ(both.status, 200) << both.body;
+    ASSERT_EQ(both.json["peers"].size(), 1u) << both.body;
+    ASSERT_FALSE(both.json["peers"][0].contains("error")) << both.body;
+    ASSERT_EQ(both.json["rows_compared"], 1) << both.body;
+  });
+}
+
+// Design 0013, P12: a node that holds none of a database's rows still takes and receives
+// every schema change of it (an attribute marker, C15; a drop, forwarded as R9 says, and its
+// marker, C7; the next generation) and every user and role, as a member does.
+TEST_F(PlacementOpsTest, P12_ANonMemberKeepsTheCatalogMarkersAndUsers) {
+  ASSERT_NO_FATAL_FAILURE(CreateAwayTable());
+  Ok(Insert(json::array({{{"id", 1}, {"v", "one"}}})));
+  const json table = {{"operation", "describe_table"}, {"database", "away"}, {"table", "t"}};
+  // An attribute dropped on the non-member reaches the member, and its value goes there.
+  Ok({{"operation", "drop_attribute"}, {"database", "away"}, {"table", "t"}, {"attribute", "v"}});
+  ASSERT_EVENTUALLY([&] {
+    ASSERT_EQ(n2_->Post(table).json["dropped_attributes"].size(), 1u);
+    const json rows = n2_->Post(SearchAll()).json;
+    ASSERT_EQ(rows.size(), 1u);
+    ASSERT_FALSE(rows[0].contains("v")) << rows.dump();
+  });
+  EXPECT_EQ(Ok(table)["dropped_attributes"], n2_->Post(table).json["dropped_attributes"]);
+  // A role and a user made on the member reach the non-member.
+  ASSERT_EQ(n2_->Post({{"operation", "add_role"},
+                       {"role", "reader"},
+                       {"permission",
+                        {{"away",
+                          {{"tables",
+                            {{"t",
+                              {{"read", true},
+                               {"insert", false},
+                               {"update", false},
+                               {"delete", false},
+                               {"attribute_permissions", json::array()}}}}}}}}}})
+                .status,
+            200);
+  ASSERT_EQ(n2_->Post({{"operation", "add_user"},
+                       {"username", "p12"},
+                       {"password", "pw-p12"},
+                       {"role", "reader"},
+                       {"active", true}})
+                .status,
+            200);
+  ASSERT_EVENTUALLY([&] {
+    ASSERT_NE(Ok({{"operation", "list_users"}}).dump().find("\"p12\""), std::string::npos);
+  });
+  // A drop on the non-member is answered as ever and reaches the member, with its marker on
+  // both; the next generation is one table on both.
+  json dropped = Ok({{"operation", "drop_table"}, {"database", "away"}, {"table", "t"}});
+  ASSERT_EQ(dropped["replicated"].size(), 1u) << dropped.dump();
+  EXPECT_EQ(dropped["replicated"][0]["node"], "n2") << dropped.dump();
+  EXPECT_FALSE(dropped["replicated"][0].contains("code")) << dropped.dump();
+  const json rows = {{"operation", "read_rows"}, {"database", "away"}, {"table", "t"}};
+  ASSERT_EVENTUALLY([&] { ASSERT_EQ(n2_->Post(table).status, 404); });
+  EXPECT_GT(Ok(rows).value("dropped_time", uint64_t{0}), 0u);
+  EXPECT_EQ(n2_->Post(rows).json.value("dropped_time", uint64_t{0}),
+            Ok(rows).value("dropped_time", uint64_t{0}));
+  Ok({{"operation", "create_table"}, {"database", "away"}, {"table", "t"}, {"primary_key", "id"}});
+  ASSERT_EVENTUALLY([&] { ASSERT_EQ(n2_->Post(table).status, 200); });
+  EXPECT_EQ(Ok(table)["generation_id"], n2_->Post(table).json["generation_id"]);
+  EXPECT_EQ(n2_->Post(SearchAll()).json, json::array());
+}
+
 TEST_F(PlacementOpsTest, P11_BadPlacementsAreRefusedByNameWithNothingWritten) {
   const json create = {{"operation", "create_database"}, {"database", "bad"}};
   auto with = [&](const char* field, const json& value) {

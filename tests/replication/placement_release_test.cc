@@ -167,5 +167,35 @@ TEST_F(PlacementReleaseTest, P9_TwoLeavingMembersNeverConfirmEachOther) {
   EXPECT_EQ(TableRows(*b_, "sales", "orders").size(), 2u);
 }
 
+// P8 with C11: a remaining member whose own table of the name is node-local never holds the
+// replicated rows, so it is not asked for them; another member that holds them confirms.
+TEST_F(PlacementReleaseTest, P8_AMemberWithANodeLocalTableOfTheNameIsNotAskedForItsRows) {
+  a_ = std::make_unique<TestNode>("a", dir_.Sub("a"), "s3cret");
+  b_ = std::make_unique<TestNode>("b", dir_.Sub("b"), "s3cret");
+  auto c = std::make_unique<TestNode>("c", dir_.Sub("c"), "s3cret");
+  for (TestNode* n : {a_.get(), b_.get(), c.get()}) n->Start();
+  for (TestNode* from : {a_.get(), b_.get(), c.get()}) {
+    for (TestNode* to : {a_.get(), b_.get(), c.get()}) {
+      if (from != to) from->Route(*to);
+    }
+  }
+  ASSERT_OK(a_->catalog().CreateDatabase("sales", catalog::PlacementSpec{{"a", "b", "c"}, 0}));
+  ASSERT_EVENTUALLY([&] { ASSERT_NE(b_->catalog().Snapshot()->FindDatabase("sales"), nullptr); });
+  ASSERT_OK(b_->catalog().CreateTable(Spec("sales", "orders", {"name"}, /*replicate=*/false)));
+  ASSERT_OK(a_->catalog().CreateTable(Spec("sales", "orders", {"name"})));
+  Write(0, 3);
+  ASSERT_EVENTUALLY([&] { ASSERT_EQ(TableRows(*c, "sales", "orders").size(), 3u); });
+  ASSERT_FALSE(b_->Table("sales", "orders")->replicate());
+
+  ASSERT_OK(a_->catalog().AlterPlacement("sales", catalog::PlacementSpec{{"b", "c"}, 0}).status());
+  ASSERT_EVENTUALLY([&] {
+    const auto waiting = a_->cluster().releaser()->RunOnce();
+    ASSERT_FALSE(Pending(*a_)) << (waiting.empty() ? "" : waiting.begin()->second);
+  });
+  EXPECT_TRUE(TableRows(*a_, "sales", "orders").empty());
+  EXPECT_EQ(TableRows(*c, "sales", "orders").size(), 3u);
+  EXPECT_TRUE(TableRows(*b_, "sales", "orders").empty()) << "b's own table took nothing (C11)";
+}
+
 }  // namespace
 }  // namespace cairn::replication
