@@ -66,10 +66,23 @@ absl::StatusOr<NodeView> ReadNode(const CairndProcess& node) {
   CAIRN_ASSIGN_OR_RETURN(json all, Answer(node, {{"operation", "describe_all"}}));
   NodeView view;
   if (!all.is_object()) return Error(ErrorCode::kInternal, "describe_all is not an object");
+  // Design 0013: the databases placed on other nodes (P11's `member`); their rows are read
+  // through a member (P4), and this node's record_count counts its own, empty, table.
+  std::set<std::string> elsewhere;
+  for (const auto& [db, tables] : all.items()) {
+    if (!tables.is_object() || !tables.contains("__placement__")) continue;
+    CAIRN_ASSIGN_OR_RETURN(json status, Answer(node, {{"operation", "cluster_status"}}));
+    for (const json& d : status.value("databases", json::array())) {
+      if (!d.value("member", true)) elsewhere.insert(d.value("database", ""));
+    }
+    break;
+  }
   for (const auto& [db, tables] : all.items()) {
     if (!tables.is_object()) continue;
     for (const auto& [name, d] : tables.items()) {
+      if (name == "__placement__") continue;  // P11: where the database lives, not a table
       TableView t;
+      t.member = elsewhere.count(db) == 0;
       t.replicate = Get(d, "replicate", true);
       t.created_time = Get<uint64_t>(d, "created_hlc", 0);  // the exact stamp
       t.primary_key = Get<std::string>(d, "hash_attribute", "");
@@ -139,7 +152,7 @@ absl::Status CompareNodes(const std::map<std::string, NodeView>& views,
       }
       const TableView& t = it->second;
       if (!t.replicate) continue;  // C11: its own table of that name
-      if (t.record_count != static_cast<int64_t>(t.records.size())) {
+      if (t.member && t.record_count != static_cast<int64_t>(t.records.size())) {
         problem(absl::StrCat(node, " ", name, ": record_count ", t.record_count, " but ",
                              t.records.size(), " records found"));
       }

@@ -36,6 +36,7 @@ struct TableView {
   std::string primary_key;
   std::string attributes;  // "name:type:indexed" sorted, comma separated
   int64_t record_count = 0;
+  bool member = true;  // the node holds the database's rows (design 0013, P3)
   std::map<std::string, std::string> records;  // primary key (JSON) -> record (JSON)
 };
 

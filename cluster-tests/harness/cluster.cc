@@ -201,14 +201,22 @@ absl::Status Cluster::Add(const std::string& name) {
 }
 
 absl::Status Cluster::WireAll(const std::string& name) {
-  // Every pair is tried even when one fails; the first error is the answer.
+  // Every pair is tried even when one fails; the first error is the answer. A peer that is
+  // down (or paused) now gets its route to `name` when Heal wires again: links dialed by
+  // `name` alone carry the streams, but a peer's own calls to `name` (a forward, P4; a
+  // release's comparison, P8; a verify, R18) need the route.
   absl::Status first;
+  bool every_peer = true;
   for (const auto& [peer, m] : members_) {
     if (peer == name) continue;
     first.Update(Wire(name, peer));
-    if (m.state == NodeState::kRunning) first.Update(Wire(peer, name));
+    if (m.state == NodeState::kRunning) {
+      first.Update(Wire(peer, name));
+    } else {
+      every_peer = false;
+    }
   }
-  if (first.ok()) unwired_.erase(name);
+  if (first.ok() && every_peer) unwired_.erase(name);
   return first;
 }
 

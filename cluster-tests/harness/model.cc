@@ -49,6 +49,12 @@ struct NodeRows {
   std::map<std::string, uint64_t> absent;       // "db.table" without a live table -> marker
   bool dropping = false;             // a name whose drop failed mid-way waits for a retry (C9)
   json connections = json::array();  // cluster_status
+  // Design 0013: databases placed on other nodes (rules 1 and 3 skip them), and the rows this
+  // node still holds of their tables, which must be none (rule 10, P3 and P8).
+  // db -> its members (JSON), and what a release waits for.
+  std::map<std::string, std::string> elsewhere;
+  std::map<std::string, size_t> rows_elsewhere;                // "db.table" -> rows held
+  std::map<std::string, std::vector<std::string>> members_of;  // db -> its members
 };
 
 // `names`: every "db.table" the model knows, whose markers are read where no table is live.
@@ -56,10 +62,32 @@ absl::StatusOr<NodeRows> ReadRows(const Cluster& cluster, const std::string& nod
                                   const std::set<std::string>& names) {
   NodeRows out;
   CAIRN_ASSIGN_OR_RETURN(json all, cluster.Ok(node, {{"operation", "describe_all"}}));
+  CAIRN_ASSIGN_OR_RETURN(json status, cluster.Ok(node, {{"operation", "cluster_status"}}));
+  for (const json& d : status.value("databases", json::array())) {
+    if (!d.value("member", true)) {
+      const json members = d["placement"]["members"];
+      if (members.is_array()) {
+        out.members_of[d.value("database", "")] = members.get<std::vector<std::string>>();
+      }
+      // The members, and while this node lets go of the rows (P8), what it waits for.
+      out.elsewhere[d.value("database", "")] = absl::StrCat(
+          d["placement"]["members"].dump(),
+          d.value("releasing", false) ? absl::StrCat(", releasing: ", d.value("waiting_for", ""))
+                                      : "");
+    }
+  }
   for (const auto& [db, tables] : all.items()) {
     if (!tables.is_object()) continue;
     for (const auto& [name, d] : tables.items()) {
+      if (name == "__placement__") continue;  // P11: where the database lives, not a table
       const std::string qualified = absl::StrCat(db, ".", name);
+      if (out.elsewhere.count(db) > 0 && d.value("replicate", true)) {
+        CAIRN_ASSIGN_OR_RETURN(
+            json r,
+            cluster.Ok(node, {{"operation", "read_rows"}, {"database", db}, {"table", name}}));
+        out.rows_elsewhere[qualified] = r.value("rows", json::array()).size();
+        continue;
+      }
       if (!d.value("replicate", true)) {
         out.local.insert(qualified);
         continue;
@@ -85,14 +113,15 @@ absl::StatusOr<NodeRows> ReadRows(const Cluster& cluster, const std::string& nod
   }
   for (const std::string& name : names) {
     if (out.replicated.count(name) > 0 || out.local.count(name) > 0) continue;
+    if (out.rows_elsewhere.count(name) > 0) continue;  // live, placed away: rule (10)
     const size_t dot = name.find('.');
     CAIRN_ASSIGN_OR_RETURN(json r, cluster.Ok(node, {{"operation", "read_rows"},
                                                      {"database", name.substr(0, dot)},
                                                      {"table", name.substr(dot + 1)}}));
+    out.dropping = out.dropping || r.value("dropping", false);   // placed away or not
+    if (out.elsewhere.count(name.substr(0, dot)) > 0) continue;  // rules (1) and (3) skip it
     out.absent[name] = r.value("dropped_time", uint64_t{0});
-    out.dropping = out.dropping || r.value("dropping", false);
   }
-  CAIRN_ASSIGN_OR_RETURN(json status, cluster.Ok(node, {{"operation", "cluster_status"}}));
   out.connections = status["connections"];
   return out;
 }
@@ -276,7 +305,12 @@ absl::Status Model::CheckVerify(const Cluster& cluster) const {
   for (const std::string& n : cluster.running()) {
     CAIRN_ASSIGN_OR_RETURN(json all, cluster.Ok(n, {{"operation", "describe_all"}}));
     for (const auto& [db, tables] : all.items()) {
-      CAIRN_ASSIGN_OR_RETURN(json r, cluster.Ok(n, {{"operation", "verify"}, {"database", db}}));
+      HttpAnswer a = cluster.Op(n, {{"operation", "verify"}, {"database", db}});
+      // A non-member forwards it to a member (design 0013, P4), which verifies with the others.
+      if (a.status != 200) {
+        return absl::InternalError(absl::StrCat(n, " verify ", db, " -> ", a.status, " ", a.body));
+      }
+      const json& r = a.json;
       compared += r.value("rows_compared", uint64_t{0});
       for (const json& peer : r.value("peers", json::array())) {
         ++peers_answered;
@@ -338,6 +372,27 @@ absl::Status Model::Check(const Cluster& cluster) const {
       if (!apart && !c.value("schema_in_sync", false)) {
         violation(absl::StrCat("(4) ", n, "'s schema is not in sync with ", peer));
       }
+    }
+  }
+
+  // (10): no node holds a row of a database placed on other nodes (design 0013, P3), once
+  // a removed member has let go of them (P8). A node whose schema may stay apart for good, as
+  // rule (4) allows (a node-local table, C11; a drop left half-done, C9), may hold another
+  // generation of a table than the members: its release waits (P9: nothing is let go that no
+  // member was seen to hold).
+  auto apart = [&](const std::string& n) {
+    auto it = nodes.find(n);
+    return it != nodes.end() && (!it->second.local.empty() || it->second.dropping);
+  };
+  for (const auto& [n, rows] : nodes) {
+    for (const auto& [name, held] : rows.rows_elsewhere) {
+      if (held == 0) continue;
+      const std::string db = name.substr(0, name.find('.'));
+      const std::vector<std::string>& members = rows.members_of.at(db);
+      if (apart(n) || std::any_of(members.begin(), members.end(), apart)) continue;
+      violation(absl::StrCat("(10) ", n, " holds ", held, " rows of ", name,
+                             ", whose database is placed on ",
+                             rows.elsewhere.at(name.substr(0, name.find('.')))));
     }
   }
 
@@ -424,6 +479,7 @@ absl::Status Model::Check(const Cluster& cluster) const {
                        Stamp(a.version, a.origin), " (row generation ", a.row_generation, ")");
       for (const auto& [n, rows] : nodes) {
         if (rows.local.count(name) > 0) continue;  // hidden here by a node-local table (C11)
+        if (rows.elsewhere.count(name.substr(0, name.find('.'))) > 0) continue;  // rule (10)
         auto tab = rows.replicated.find(name);
         if (tab == rows.replicated.end()) {
           auto gone = rows.absent.find(name);

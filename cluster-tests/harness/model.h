@@ -21,6 +21,9 @@
 //   (9) attribute drops converge (C15): every node holding a table holds the same attribute
 //       markers, and no row holds a value of an attribute dropped after the row's version.
 //       Rules (1) and (6) compare bodies as the markers strip them.
+//   (10) placement (design 0013): rules (1) and (3) hold on the members of each database as
+//       every node places it after the heal (P9: no acknowledged write is lost by a move),
+//       and no other node holds a row of it (P3; a removed member has let go, P8);
 //   (8) anti-entropy finds nothing to repair (R18): once the rules above hold, a verify of
 //       every database from every node repairs no row; a repair means some rule failed
 //       (CheckVerify, run after Check).

@@ -1,11 +1,25 @@
 #include "cluster-tests/harness/ops.h"
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 
 namespace cairn::harness::ops {
+
+CliRun RunCli(const OpsEndpoint& node, const std::string& args, const std::string& out_path) {
+  const std::string cmd = absl::StrCat(
+      "CAIRN_ADMIN_USER=", node.user, " CAIRN_ADMIN_PASSWORD=", node.password, " ", CairnCliPath(),
+      " --node ", node.host, ":", node.port, " ", args, " >", out_path, " 2>&1");
+  CliRun run;
+  run.rc = std::system(cmd.c_str());
+  std::ifstream in(out_path);
+  run.printed.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return run;
+}
 
 absl::StatusOr<bool> HasTable(const Cluster& c, const std::string& node, const std::string& db,
                               const std::string& table) {

@@ -65,6 +65,14 @@ absl::StatusOr<bool> HasTable(const Cluster& c, const std::string& node, const s
 absl::StatusOr<std::set<std::string>> Keys(const Cluster& c, const std::string& node,
                                            const std::string& db, const std::string& table);
 
+// Runs the CLI (`cairn --node <node> <args>`) with the node's credentials; its exit status
+// and what it printed (stdout and stderr, kept in `out_path`).
+struct CliRun {
+  int rc = -1;
+  std::string printed;
+};
+CliRun RunCli(const OpsEndpoint& node, const std::string& args, const std::string& out_path);
+
 // The operator's restore (docs/operations.md): with the node down, its data directory is
 // replaced by a copy of `backup` (which may live under it, in <data-dir>/backups).
 void ReplaceDataDir(const std::string& data_dir, const std::string& backup);

@@ -2,9 +2,6 @@
 // a backup is brought back to the cluster's data by verify alone while replication is
 // paused, and a node killed in the middle of a repair finishes it with the next verify.
 #include <algorithm>
-#include <cstdlib>
-#include <fstream>
-#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "cluster-tests/harness/ops.h"
@@ -161,14 +158,8 @@ TEST_F(ScenarioTest, R18_CliVerifyPrintsALinePerTable) {
   ASSERT_OK(c.Ok("n1", ops::Upsert("shop", "orders", ops::Rows("o", 30))));
   ASSERT_OK(c.WaitConverged());
   ASSERT_OK(WaitVerifiable(c, "n1"));
-  const OpsEndpoint n1 = c.node("n1").endpoint();
-  const std::string out = c.dir() + "/cli.out";
-  const std::string cmd = absl::StrCat(
-      "CAIRN_ADMIN_USER=", n1.user, " CAIRN_ADMIN_PASSWORD=", n1.password, " ", CairnCliPath(),
-      " --node ", n1.host, ":", n1.port, " verify shop --node n2 >", out, " 2>&1");
-  const int rc = std::system(cmd.c_str());
-  std::ifstream in(out);
-  const std::string printed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto [rc, printed] =
+      ops::RunCli(c.node("n1").endpoint(), "verify shop --node n2", c.dir() + "/cli.out");
   EXPECT_EQ(rc, 0) << printed;
   EXPECT_THAT(printed, ::testing::HasSubstr("shop.items"));
   EXPECT_THAT(printed, ::testing::HasSubstr("shop.orders"));
