@@ -45,9 +45,10 @@ if [ "$quick" = 1 ]; then
   role=(--rounds 4)
   hostile=(--records 3000 --seconds 1 --rounds 1)
   subscription=(--seconds 0.5 --subscribers 10 --latency-seconds 1)
+  placement=(--records 1000 --probes 10)
 else
   ceiling=() node=() replication=() handover=() copy=() cluster=() drop=() verify=() strip=() search=()
-  role=() hostile=() subscription=()
+  role=() hostile=() subscription=() placement=()
   replication5=(--records 100000)
   schema=(--tables 2000 --bucket 500)
 fi
@@ -85,6 +86,8 @@ run hostile "${hostile[@]}"
 run role "${role[@]}"
 # Issue 43: change subscriptions under a write load (SPEC W5) and write-to-event latency.
 run subscription "${subscription[@]}"
+# Issue 44: 6 databases on 3 of 6 nodes each against every node; forwards and confirmations.
+run placement "${placement[@]}"
 if [ "$quick" = 0 ] && [ -x "$build/bench/record_bench" ]; then
   echo
   echo "== record_bench (unit benchmarks of the write path)"

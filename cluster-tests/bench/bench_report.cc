@@ -1,8 +1,8 @@
 // bench_report: merges the JSON of one scripts/bench.sh run (ceiling_bench, node_bench,
 // replication_bench, its five-node run, handover_bench, copy_bench, cluster_bench, drop_bench,
 // verify_bench, strip_bench, search_bench, schema_bench, role_bench, hostile_bench,
-// subscription_bench, each in DIR/<name>.json; the five-node run in DIR/replication5.json) into
-// DIR/bench-results.json,
+// subscription_bench, placement_bench, each in DIR/<name>.json; the five-node run in
+// DIR/replication5.json) into DIR/bench-results.json,
 // and prints the table of every figure beside its aim (issue 7) and its share of this machine's
 // ceiling measured in the same run. The table is Markdown, so the README's "Performance" section
 // can show it as printed (it is also in DIR/bench-results.md). A benchmark whose JSON is missing is
@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
              handover = Load(dir, "handover"), replication5 = Load(dir, "replication5"),
              node_role = Load(dir, "node_role"), role = Load(dir, "role"),
              hostile = Load(dir, "hostile"), access = Load(dir, "access_bench"),
-             subscription = Load(dir, "subscription");
+             subscription = Load(dir, "subscription"), placement = Load(dir, "placement");
 
   const std::optional<double> storage_batch = At(ceiling, "/storage/batch100_records_per_s");
   const std::optional<double> storage_single = At(ceiling, "/storage/single_records_per_s");
@@ -252,6 +252,24 @@ int main(int argc, char** argv) {
                   ""});
   rows.push_back({"w", "a write on n1 to its event on a subscriber of n3, p99",
                   At(subscription, "/latency/p99_ms"), "ms", 5, false, std::nullopt, ""});
+  // Issue 44 (design 0013): placement against full replication, forwards, confirmations.
+  rows.push_back(
+      {"p",
+       absl::StrCat(Count(At(placement, "/setup/databases")), " databases on ",
+                    Count(At(placement, "/setup/replicas")), " of ",
+                    Count(At(placement, "/setup/nodes")), " nodes each / on every node: records/s"),
+       At(placement, "/throughput/placed_over_everywhere"), "x", 1.8, true, std::nullopt, ""});
+  rows.push_back({"p", "  placed, records/s cluster-wide",
+                  At(placement, "/throughput/placed_records_per_s"), "records/s", std::nullopt,
+                  true, std::nullopt, ""});
+  rows.push_back({"p", "single upsert forwarded by a non-member: p50 overhead",
+                  At(placement, "/forward/p50_overhead_ms"), "ms", 1, false, std::nullopt, ""});
+  rows.push_back({"p", "single upsert confirmed by 1 other member, p99",
+                  At(placement, "/confirm/n1/p99_ms"), "ms", std::nullopt, false, std::nullopt,
+                  ""});
+  rows.push_back({"p", "single upsert confirmed by 2 other members, p99",
+                  At(placement, "/confirm/n2/p99_ms"), "ms", std::nullopt, false, std::nullopt,
+                  ""});
   rows.push_back({"f", "drop with 8 writers on the table, p99", At(drop, "/drop/p99_ms"), "ms",
                   std::nullopt, false, std::nullopt, ""});
   rows.push_back({"f", "drop after the drain, p99", At(drop, "/drop/after_drain_p99_ms"), "ms", 100,
@@ -384,7 +402,8 @@ int main(int argc, char** argv) {
                                   {"strip", &strip},
                                   {"search", &search},
                                   {"schema", &schema},
-                                  {"subscription", &subscription}}) {
+                                  {"subscription", &subscription},
+                                  {"placement", &placement}}) {
     if (doc->is_object()) busy[name] = (*doc)["machine"];
   }
   const json out = {{"results", results},
@@ -402,7 +421,8 @@ int main(int argc, char** argv) {
                       {"strip", strip},
                       {"search", search},
                       {"schema", schema},
-                      {"subscription", subscription}}}};
+                      {"subscription", subscription},
+                      {"placement", placement}}}};
   std::ofstream(dir + "/bench-results.json") << out.dump(2) << "\n";
   std::ofstream(dir + "/bench-results.md") << table;
   std::printf("%s", table.c_str());

@@ -70,9 +70,9 @@ nlohmann::json PostJson(httplib::Client* c, const nlohmann::json& op) {
   return nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
 }
 
-nlohmann::json CreateBenchTable(const std::string& table) {
+nlohmann::json CreateBenchTable(const std::string& table, const std::string& db) {
   return {{"operation", "create_table"},
-          {"database", "bench"},
+          {"database", db},
           {"table", table},
           {"primary_key", "id"},
           {"attributes",
@@ -89,12 +89,13 @@ nlohmann::json BenchRecord(uint64_t id) {
 
 namespace {
 
-// One insert of `records` into bench.<table>, or dies naming the table.
-void InsertOrDie(httplib::Client* c, const std::string& table, nlohmann::json records) {
+// One insert of `records` into <db>.<table>, or dies naming the table.
+void InsertOrDie(httplib::Client* c, const std::string& table, nlohmann::json records,
+                 const std::string& db = "bench") {
   std::string body;
   if (!Post(c,
             {{"operation", "insert"},
-             {"database", "bench"},
+             {"database", db},
              {"table", table},
              {"records", std::move(records)}},
             &body)) {
@@ -170,7 +171,8 @@ void CreateTable(const Target& node, const std::string& table) {
 }
 
 void InsertAll(const Target& node, const std::string& table, uint64_t first, uint64_t n,
-               int clients, const std::function<nlohmann::json(uint64_t)>& record) {
+               int clients, const std::function<nlohmann::json(uint64_t)>& record,
+               const std::string& db) {
   std::atomic<uint64_t> next{first};
   const uint64_t end = first + n;
   std::vector<std::thread> threads;
@@ -184,25 +186,25 @@ void InsertAll(const Target& node, const std::string& table, uint64_t first, uin
         for (uint64_t id = from; id < std::min(end, from + 100); ++id) {
           records.push_back(record(id));
         }
-        InsertOrDie(c.get(), table, std::move(records));
+        InsertOrDie(c.get(), table, std::move(records), db);
       }
     });
   }
   for (auto& t : threads) t.join();
 }
 
-int64_t RecordCount(const Target& node, const std::string& table) {
+int64_t RecordCount(const Target& node, const std::string& table, const std::string& db) {
   auto c = NewClient(node);
   nlohmann::json d =
-      PostJson(c.get(), {{"operation", "describe_table"}, {"database", "bench"}, {"table", table}});
+      PostJson(c.get(), {{"operation", "describe_table"}, {"database", db}, {"table", table}});
   return d.is_object() ? d.value("record_count", int64_t{0}) : -1;
 }
 
 absl::Time WaitForCount(const std::vector<Target>& nodes, const std::string& table, uint64_t n,
-                        absl::Duration timeout) {
+                        absl::Duration timeout, const std::string& db) {
   const absl::Time deadline = absl::Now() + timeout;
   for (const Target& node : nodes) {
-    while (RecordCount(node, table) < static_cast<int64_t>(n)) {
+    while (RecordCount(node, table, db) < static_cast<int64_t>(n)) {
       if (absl::Now() > deadline) {
         Die(absl::StrCat("the node at port ", node.port, " never held ", n, " records of ", table));
       }

@@ -56,9 +56,9 @@ bool Post(httplib::Client* c, const nlohmann::json& op, std::string* body = null
 // The answer of a 200, or null.
 nlohmann::json PostJson(httplib::Client* c, const nlohmann::json& op);
 
-// create_table of bench.<table>: {id: ID, customer: String (indexed), qty: Int}, the schema
+// create_table of <db>.<table>: {id: ID, customer: String (indexed), qty: Int}, the schema
 // of every record the benchmarks write.
-nlohmann::json CreateBenchTable(const std::string& table);
+nlohmann::json CreateBenchTable(const std::string& table, const std::string& db = "bench");
 // One record of that schema.
 nlohmann::json BenchRecord(uint64_t id);
 // Creates bench.<table> on `node`, or dies.
@@ -69,16 +69,18 @@ void CreateTable(const Target& node, const std::string& table);
 uint64_t InsertUntil(const Target& node, const std::string& table, std::atomic<uint64_t>* next,
                      const std::atomic<bool>& stop, int clients,
                      const std::function<nlohmann::json(uint64_t)>& record = BenchRecord);
-// Inserts ids [first, first + n) into bench.<table> on `node` in batches of 100 from
+// Inserts ids [first, first + n) into <db>.<table> on `node` in batches of 100 from
 // `clients` threads, `record(id)` making each, or dies.
 void InsertAll(const Target& node, const std::string& table, uint64_t first, uint64_t n,
-               int clients, const std::function<nlohmann::json(uint64_t)>& record = BenchRecord);
-// record_count of bench.<table> on `node`; -1 while the table is not there.
-int64_t RecordCount(const Target& node, const std::string& table);
-// Polls until every node holds at least `n` records of bench.<table>; when that happened.
+               int clients, const std::function<nlohmann::json(uint64_t)>& record = BenchRecord,
+               const std::string& db = "bench");
+// record_count of <db>.<table> on `node` (the rows it holds itself); -1 while the table is
+// not there.
+int64_t RecordCount(const Target& node, const std::string& table, const std::string& db = "bench");
+// Polls until every node holds at least `n` records of <db>.<table>; when that happened.
 // Dies after `timeout`.
 absl::Time WaitForCount(const std::vector<Target>& nodes, const std::string& table, uint64_t n,
-                        absl::Duration timeout);
+                        absl::Duration timeout, const std::string& db = "bench");
 // Upserts single records {id, customer "bg", qty 1} into bench.<table> on `node` at `rate`
 // per second (ids from 1,000,000,000 up) until `stop`: the background load of the latency
 // measurements.
