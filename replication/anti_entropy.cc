@@ -304,6 +304,7 @@ absl::Status AntiEntropy::Call(const std::string& peer, const TableRef& def,
   t->set_database(def->database());
   t->set_table(def->name());
   t->set_created_time(def->created_time());
+  t->set_marker(node_->catalog->Snapshot()->MarkerFor(def->database(), def->name()));
   if (Stopping()) return absl::CancelledError("this node is shutting down");
   // A step scans the table once at most on the callee, at its rate limit (assumed like ours):
   // as many rows as the larger side holds, or, before the peer said, kUnknownPeerRows.

@@ -103,9 +103,16 @@ TableRef AntiEntropy::ServedTable(const std::string& peer, const peer::v1::Verif
   if (!def->replicate()) {
     why = "node-local here (C11)";
     response->set_node_local(true);
-  } else if (def->created_time() != t.created_time()) {
-    why = absl::StrCat("another generation here (created_time ", def->created_time(), ")");
+  } else if (const Hlc marker = snap->MarkerFor(t.database(), t.table());
+             catalog::IsDeadGeneration(t.created_time(), marker)) {
+    why = absl::StrCat("your generation is retired here (created_time ", t.created_time(),
+                       ", drop marker ", marker, ", C8)");
+  } else if (catalog::IsDeadGeneration(def->created_time(), t.marker())) {
+    why = absl::StrCat("this node's generation (created_time ", def->created_time(),
+                       ") is older than your drop marker ", t.marker(), " (C8)");
   } else {
+    // Equal generations, or two that no marker parts (concurrent creates, C8): one table,
+    // whose rows flow both ways and carry their row generations (D7) into the digest.
     return def;
   }
   response->set_skipped(why);
