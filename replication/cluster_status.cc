@@ -29,13 +29,16 @@ void ReportParked(const ParkedRetrier::Counts& parked, absl::Time now, PeerStatu
 }
 
 // `now` is the node's clock: lag is measured against the peer's stamps (R16 bounds their offset).
-// Lag counts the databases both this node and the peer hold rows of (design 0013, P3): of
-// any other the peer sends nothing, whatever a cursor kept from an earlier placement says.
+// Lag counts the databases this node holds rows of (design 0013, P3): it has no use for any
+// other's entries. A peer removed from a database still streams its entries until its
+// release (P8), and those count while they are owed; a full copy from it does not, since a
+// removed member stops copying and this node copies from another member instead.
 void ReportReceived(const ReceiveStats& r, const catalog::CatalogSnapshot& snap,
                     const std::string& self, absl::Time now, PeerStatus* p) {
   p->lag_entries = 0;
   for (const auto& [db, lag] : r.lag_by_db) {
-    if (catalog::HoldsRowsOf(snap, db, self) && catalog::HoldsRowsOf(snap, db, p->name)) {
+    if (catalog::HoldsRowsOf(snap, db, self) &&
+        (catalog::HoldsRowsOf(snap, db, p->name) || !r.copying.contains(db))) {
       p->lag_entries += lag;
     }
   }

@@ -188,8 +188,7 @@ class LogSender {
 struct ReceiveStats {
   uint64_t lag_entries = 0;  // summed over lag_by_db
   // Entries of each database the peer has logged past the cursor (head - cursor). Status
-  // sums only the databases both ends hold rows of (design 0013, P3): the peer never sends
-  // another's, so its lag there would never end.
+  // sums only the databases this node holds rows of (design 0013, P3).
   absl::btree_map<std::string, uint64_t> lag_by_db;
   int64_t newest_applied_ms = 0;         // physical time of the newest version last applied
   int64_t LagMs(absl::Time now) const {  // 0 when caught up
@@ -202,6 +201,8 @@ struct ReceiveStats {
   uint64_t entries_applied = 0;
   uint64_t entries_received = 0;                   // in log and copy batches, applied or not
   absl::btree_map<std::string, uint64_t> cursors;  // last applied seq per database
+  // Databases with a full copy from the peer under way, or one the peer stopped sending.
+  absl::btree_set<std::string> copying;
 };
 
 // Design 0004: this node receives every entry of the peer's own in `db` with an origin

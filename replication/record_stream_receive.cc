@@ -262,6 +262,7 @@ ReceiveStats ReceiverState::Stats(absl::Time now) const {
     s.newest_applied_ms = std::max<int64_t>(
         s.newest_applied_ms, static_cast<int64_t>(HybridClock::PhysicalMs(p.newest_version)));
     if (p.copy.has_value()) {
+      s.copying.insert(db);
       s.copy_active = true;
       done += p.copy->rows_done();
       total += std::max(p.copy->rows_total(), p.copy->rows_done());
