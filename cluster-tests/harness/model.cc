@@ -376,20 +376,28 @@ absl::Status Model::Check(const Cluster& cluster) const {
   }
 
   // (10): no node holds a row of a database placed on other nodes (design 0013, P3), once
-  // a removed member has let go of them (P8). A node whose schema may stay apart for good, as
-  // rule (4) allows (a node-local table, C11; a drop left half-done, C9), may hold another
-  // generation of a table than the members: its release waits (P9: nothing is let go that no
-  // member was seen to hold).
-  auto apart = [&](const std::string& n) {
+  // a removed member has let go of them (P8). Where rule (4) lets schemas stay apart for a
+  // table, its release may wait: every member holds a node-local table of the name (C11), or
+  // this node or a member holds a drop left half-done (C9), so no member was seen to hold the
+  // rows (P9: nothing is let go unconfirmed).
+  auto dropping = [&](const std::string& n) {
     auto it = nodes.find(n);
-    return it != nodes.end() && (!it->second.local.empty() || it->second.dropping);
+    return it != nodes.end() && it->second.dropping;
+  };
+  auto local = [&](const std::string& n, const std::string& name) {
+    auto it = nodes.find(n);
+    return it != nodes.end() && it->second.local.count(name) > 0;
   };
   for (const auto& [n, rows] : nodes) {
     for (const auto& [name, held] : rows.rows_elsewhere) {
       if (held == 0) continue;
       const std::string db = name.substr(0, name.find('.'));
       const std::vector<std::string>& members = rows.members_of.at(db);
-      if (apart(n) || std::any_of(members.begin(), members.end(), apart)) continue;
+      auto member_local = [&](const std::string& m) { return local(m, name); };
+      if (dropping(n) || std::any_of(members.begin(), members.end(), dropping) ||
+          (!members.empty() && std::all_of(members.begin(), members.end(), member_local))) {
+        continue;
+      }
       violation(absl::StrCat("(10) ", n, " holds ", held, " rows of ", name,
                              ", whose database is placed on ",
                              rows.elsewhere.at(name.substr(0, name.find('.')))));
