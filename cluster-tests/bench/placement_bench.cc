@@ -137,6 +137,19 @@ double UpsertMs(httplib::Client* c, uint64_t id, int confirmations) {
   return absl::ToDoubleMilliseconds(absl::Now() - t0);
 }
 
+// Waits until `on` knows lat.t (the schema reaches a non-member like any definition, P1), so
+// its first upsert is forwarded rather than refused as TABLE_NOT_FOUND; dies after 30 s.
+void WaitForDefinition(const Target& on) {
+  auto c = NewClient(on);
+  const json describe = {{"operation", "describe_table"}, {"database", "lat"}, {"table", "t"}};
+  std::string body;
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (!Post(c.get(), describe, &body)) {
+    if (absl::Now() > deadline) Die("describe_table lat.t on the non-member: " + body);
+    absl::SleepFor(absl::Milliseconds(50));  // the schema's arrival, polled
+  }
+}
+
 json Latencies(std::vector<double>* ms) {
   return {{"p50_ms", Percentile(ms, 0.50)},
           {"p99_ms", Percentile(ms, 0.99)},
@@ -157,12 +170,18 @@ int main(int argc, char** argv) {
   app.add_option("--replicas", s.replicas, "members of each placed database")
       ->check(CLI::Range(3, 8))
       ->capture_default_str();
-  app.add_option("--databases", s.databases, "databases written at once")->capture_default_str();
+  app.add_option("--databases", s.databases, "databases written at once")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   app.add_option("--records", s.records, "records written into each database")
+      ->check(CLI::Range(uint64_t{100}, uint64_t{10'000'000}))
       ->capture_default_str();
   app.add_option("--clients", s.clients, "clients inserting into each database")
+      ->check(CLI::Range(1, 32))
       ->capture_default_str();
-  app.add_option("--probes", probes, "single upserts per latency figure")->capture_default_str();
+  app.add_option("--probes", probes, "single upserts per latency figure")
+      ->check(CLI::Range(10, 100'000))
+      ->capture_default_str();
   cairn::bench::CommonFlags flags;
   cairn::bench::AddCommonFlags(&app, &flags);
   CLI11_PARSE(app, argc, argv);
@@ -180,6 +199,7 @@ int main(int argc, char** argv) {
   CreatePlaced(n1, "lat", {"n1", "n2", "n3"});
   cairn::bench::WaitForCount({cluster->node("n2").endpoint(), cluster->node("n3").endpoint()}, "t",
                              0, absl::Seconds(30), "lat");
+  WaitForDefinition(last);
   auto member = NewClient(n1), non_member = NewClient(last);
   for (uint64_t id = 0; id < 50; ++id) {  // warm both paths (connections, the forward channel)
     UpsertMs(member.get(), id, 0);
