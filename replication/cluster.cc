@@ -139,7 +139,8 @@ void Cluster::TrimOnce() {
   }
 }
 
-std::optional<uint64_t> Cluster::AckedCursor(const std::string& peer, const std::string& db) const {
+std::optional<uint64_t> Cluster::HighestOverLinks(
+    const std::string& peer, const std::function<std::optional<uint64_t>(LinkSession&)>& of) const {
   std::vector<std::shared_ptr<LinkSession>> sessions;
   {
     absl::MutexLock lock(&mu_);
@@ -148,11 +149,18 @@ std::optional<uint64_t> Cluster::AckedCursor(const std::string& peer, const std:
   std::optional<uint64_t> out;
   for (const auto& s : sessions) {
     if (s->peer() != peer) continue;
-    if (std::optional<uint64_t> acked = s->acked_cursor(db); acked.has_value()) {
-      out = std::max(out.value_or(0), *acked);
-    }
+    if (std::optional<uint64_t> v = of(*s); v.has_value()) out = std::max(out.value_or(0), *v);
   }
   return out;
+}
+
+std::optional<uint64_t> Cluster::AckedCursor(const std::string& peer, const std::string& db) const {
+  return HighestOverLinks(peer, [&](LinkSession& s) { return s.acked_cursor(db); });
+}
+
+std::optional<uint64_t> Cluster::AckedOwnWrites(const std::string& peer,
+                                                const std::string& db) const {
+  return HighestOverLinks(peer, [&](LinkSession& s) { return s.acked_own_writes(db); });
 }
 
 bool Cluster::ClaimReceiver(const std::string& peer, const LinkSession* s) {

@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -274,6 +275,10 @@ class Cluster {
   // (LinkSession::acked_cursor, the highest over its links); none without one.
   std::optional<uint64_t> AckedCursor(const std::string& peer, const std::string& db) const
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Design 0013, P10: how far this node's own writes of `db` have reached `peer`
+  // (LinkSession::acked_own_writes, the highest over its links); none without a link.
+  std::optional<uint64_t> AckedOwnWrites(const std::string& peer, const std::string& db) const
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // ---- Confirmed writes (design 0013, P10; cluster_confirm.cc).
   // While one is held, this node's batches of `db` ask their subscriber for an immediate ack
@@ -290,9 +295,9 @@ class Cluster {
     const std::string db_;
   };
   bool ConfirmationsPending(const std::string& db) const ABSL_LOCKS_EXCLUDED(confirm_mu_);
-  // Waits until `n` of `members` have acknowledged this node's log of `db` through `seq`
-  // (AckedCursor: over a direct link), or until `deadline` or Stop. Returns those that have,
-  // in the order of `members`.
+  // Waits until `n` of `members` have acknowledged this node's own writes of `db` through
+  // `seq` (AckedOwnWrites: over a direct link), or until `deadline` or Stop. Returns those that
+  // have, in the order of `members`.
   std::vector<std::string> WaitForConfirmations(const std::string& db, uint64_t seq, size_t n,
                                                 const std::vector<std::string>& members,
                                                 absl::Time deadline)
@@ -370,6 +375,10 @@ class Cluster {
     }
   };
 
+  // The highest value `of` gives over the links with `peer` (AckedCursor, AckedOwnWrites).
+  std::optional<uint64_t> HighestOverLinks(
+      const std::string& peer, const std::function<std::optional<uint64_t>(LinkSession&)>& of) const
+      ABSL_LOCKS_EXCLUDED(mu_);
   void Dial(PeerRoute route);  // the dialer thread of one route; ends when it is removed
   void DialLoop(const PeerRoute& route);
   // Joins the dialers of removed routes that have returned. Not under mu_.

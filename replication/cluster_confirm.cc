@@ -1,8 +1,11 @@
 // Cluster: confirmed writes (design 0013, P10). A write that asks for N confirmations waits
-// until N other members have acknowledged this node's log of its database through the write's
-// sequence number: the cursor a member stores with each batch it applies, as its acks report
-// it (LinkSession::acked_cursor). Only direct links count: a member that gets the write by a
-// relay acks the relay's log, not this node's. While a confirmed write is pending, the batches
+// until N other members have acknowledged this node's own writes of its database through the
+// write's sequence number: the last_seq of each log batch a member acks, or the cursor it
+// stores, whichever is higher (LinkSession::acked_own_writes). The stored cursor alone would
+// wait on origin holds: entries of other origins this node relays are held for a member that
+// gets them directly, and keep its cursor back until its next advert (up to kAdvertInterval).
+// Only direct links count: a member that gets the write by a relay acks the relay's log, not
+// this node's. While a confirmed write is pending, the batches
 // of its database ask for an immediate ack (ChangeBatch.ack_now), where acks are otherwise
 // lazy (kAckEvery). The waiting thread holds no lock; every ack wakes it to look again.
 #include <utility>
@@ -54,7 +57,7 @@ std::vector<std::string> Cluster::WaitForConfirmations(const std::string& db, ui
     }
     std::vector<std::string> confirmed;
     for (const std::string& m : members) {
-      const std::optional<uint64_t> acked = AckedCursor(m, db);
+      const std::optional<uint64_t> acked = AckedOwnWrites(m, db);
       if (acked.has_value() && *acked >= seq) confirmed.push_back(m);
     }
     if (confirmed.size() >= n || deadline == absl::InfinitePast()) return confirmed;

@@ -30,12 +30,26 @@ uint64_t StoredCursor(const peer::v1::ChangeBatch& b) {
   return b.has_cursor_seq() ? std::min(b.cursor_seq(), b.last_seq()) : b.last_seq();
 }
 
+// How far `b` sent this node's own entries (P10): a log batch's last_seq, unless it left
+// some of them out (origin_gap); 0 for a full copy's or a refetch's batch.
+uint64_t OwnThrough(const peer::v1::ChangeBatch& b) {
+  if (b.has_copy() || b.has_refetch() || b.origin_gap()) return 0;
+  return b.last_seq();
+}
+
 }  // namespace
 
 void LinkSession::RecordsOut::Acked(uint64_t batch_no) {
   while (!unacked.empty() && unacked.front().batch_no <= batch_no) {
-    uint64_t& cursor = acked_cursor[unacked.front().database];
-    cursor = std::max(cursor, unacked.front().cursor);
+    const Unacked& u = unacked.front();
+    if (u.cursor > 0) {
+      uint64_t& cursor = acked_cursor[u.database];
+      cursor = std::max(cursor, u.cursor);
+    }
+    if (u.own_through > 0) {
+      uint64_t& own = acked_own[u.database];
+      own = std::max(own, u.own_through);
+    }
     unacked.pop_front();
   }
 }
@@ -178,6 +192,7 @@ void LinkSession::TakeRound(LogSender* sender, Round* round) {
     out.echoes_asked = out.subscribe->echo_size() > 0;
     sender->Subscribe(*out.subscribe);
     out.acked_cursor.clear();
+    out.acked_own.clear();
     out.unacked.clear();
     for (const peer::v1::DbCursor& cursor : out.subscribe->cursors()) {
       if (!cursor.has_copy()) out.acked_cursor[cursor.database()] = cursor.seq();
@@ -315,8 +330,11 @@ bool LinkSession::WriteBatches(const Round& round, LogSender* sender) {
       if (cluster_->ConfirmationsPending(m.change_batch().database())) {
         m.mutable_change_batch()->set_ack_now(true);
       }
-      if (const uint64_t cursor = StoredCursor(m.change_batch()); cursor > 0) {
-        records_out_.unacked.push_back({records_out_.sent_no, m.change_batch().database(), cursor});
+      const uint64_t cursor = StoredCursor(m.change_batch());
+      const uint64_t own = OwnThrough(m.change_batch());
+      if (cursor > 0 || own > 0) {
+        records_out_.unacked.push_back(
+            {records_out_.sent_no, m.change_batch().database(), cursor, own});
       }
       records_out_.log_needs = sender->Needs();  // a copy just started keeps its tail from now on
     }

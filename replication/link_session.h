@@ -211,6 +211,21 @@ class LinkSession {
     if (it == records_out_.acked_cursor.end()) return std::nullopt;
     return it->second;
   }
+  // Design 0013, P10: how far this node's own writes of `db` have reached the peer, as far as
+  // this link knows: the higher of acked_cursor and the last_seq of each log batch the peer
+  // acked. A batch sends every entry of this node's origin through its last_seq unless it
+  // says origin_gap; origin holds keep back only other origins' entries, and with them the
+  // stored cursor (ChangeBatch.cursor_seq), for as long as the peer's advert takes.
+  std::optional<uint64_t> acked_own_writes(const std::string& db) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    auto cursor = records_out_.acked_cursor.find(db);
+    auto own = records_out_.acked_own.find(db);
+    if (cursor == records_out_.acked_cursor.end() && own == records_out_.acked_own.end()) {
+      return std::nullopt;
+    }
+    return std::max(cursor == records_out_.acked_cursor.end() ? 0 : cursor->second,
+                    own == records_out_.acked_own.end() ? 0 : own->second);
+  }
   // Ends the session. Safe from any thread, also once Run has returned (then a no-op: an
   // inbound stream's context is gone by then).
   void Cancel() ABSL_LOCKS_EXCLUDED(mu_);
@@ -310,10 +325,13 @@ class LinkSession {
     // P8: per database, the cursor the peer stores as of its Subscribe and its last ack; and
     // per batch sent and not acked yet, the cursor the peer stores with it (StoredCursor).
     absl::flat_hash_map<std::string, uint64_t> acked_cursor;
+    // P10: per database, the highest last_seq of an acked log batch without origin_gap.
+    absl::flat_hash_map<std::string, uint64_t> acked_own;
     struct Unacked {
       uint64_t batch_no = 0;
       std::string database;
       uint64_t cursor = 0;
+      uint64_t own_through = 0;  // this node's entries sent through here (OwnThrough)
     };
     std::deque<Unacked> unacked;
     void Acked(uint64_t batch_no);

@@ -67,5 +67,52 @@ TEST_F(ConfirmationTest, P10_AMemberConfirmsAWriteOnlyOnceItAppliedIt) {
   EXPECT_EQ(TableRows(*b_, "sales", "orders").size(), 2u);
 }
 
+// P10 with one copy of each write (design 0004): a member that gets another origin's writes
+// directly makes this node hold its relays of them for that member, and the member's stored
+// cursor stays behind the first held entry until its advert moves. This node's own write,
+// sent after it, is applied there all the same, and is confirmed at once: c confirms a's
+// write while it still lacks b's row (c's apply of b's batch is blocked, so the hold lasts
+// until its limit, kHoldLimit, when a would relay the row after all).
+TEST(ConfirmationMeshTest, P10_HeldRelaysOfAnotherOriginDoNotHoldAConfirmationBack) {
+  testing::TempDir dir;
+  TestNode a("a", dir.Sub("a"), "s3cret"), b("b", dir.Sub("b"), "s3cret"),
+      c("c", dir.Sub("c"), "s3cret");
+  for (TestNode* n : {&a, &b, &c}) n->Start();
+  for (TestNode* from : {&a, &b, &c}) {
+    for (TestNode* to : {&a, &b, &c}) {
+      if (from != to) from->Route(*to);
+    }
+  }
+  ASSERT_OK(a.catalog().CreateDatabase("sales", catalog::PlacementSpec{{"a", "b", "c"}, 0}));
+  ASSERT_OK(a.catalog().CreateTable(Spec("sales", "orders", {"name"})));
+  auto write = [](TestNode& n, const std::string& id) {
+    absl::StatusOr<catalog::WriteResult> w = n.records().Write(
+        "sales", "orders", json::array({{{"id", id}, {"name", "x"}}}), catalog::WriteMode::kUpsert);
+    EXPECT_OK(w.status());
+    return w.ok() ? w->log_seq : 0;
+  };
+  ASSERT_EVENTUALLY([&] { ASSERT_NE(b.Table("sales", "orders"), nullptr); });
+  write(b, "w0");  // every link up and c subscribed to b directly
+  ASSERT_EVENTUALLY([&] {
+    ASSERT_EQ(TableRows(a, "sales", "orders").size(), 1u);
+    ASSERT_EQ(TableRows(c, "sales", "orders").size(), 1u);
+  });
+
+  c.faults().Set(fault_points::kReplApplyBeforeCommit, FaultAction::Block().Once());
+  write(b, "r1");
+  ASSERT_TRUE(c.faults().WaitUntilBlocked(fault_points::kReplApplyBeforeCommit, absl::Seconds(10)));
+  ASSERT_EVENTUALLY([&] { ASSERT_EQ(TableRows(a, "sales", "orders").size(), 2u); });  // relayed
+
+  Cluster::ConfirmScope confirming(&a.cluster(), "sales");
+  const uint64_t own = write(a, "k1");
+  ASSERT_GT(own, 0u);
+  EXPECT_THAT(
+      a.cluster().WaitForConfirmations("sales", own, 1, {"c"}, absl::Now() + absl::Seconds(10)),
+      ElementsAre("c"));
+  EXPECT_EQ(TableRows(c, "sales", "orders").size(), 2u) << "w0 and k1; b's r1 still blocked";
+  c.faults().Release(fault_points::kReplApplyBeforeCommit);
+  ASSERT_EVENTUALLY([&] { ASSERT_EQ(TableRows(c, "sales", "orders").size(), 3u); });
+}
+
 }  // namespace
 }  // namespace cairn::replication
