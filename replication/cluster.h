@@ -50,6 +50,7 @@
 #include "replication/clock_bound.h"
 #include "replication/operation_runner.h"
 #include "replication/origin_book.h"
+#include "replication/origin_holds.h"
 #include "replication/parked_retrier.h"
 #include "replication/releaser.h"
 #include "replication/schema_sync.h"
@@ -95,6 +96,9 @@ struct ClusterOptions {
   absl::Duration release_interval = absl::Seconds(1);
   // R16: how far ahead of this node's wall clock a peer's clock and stamps may be.
   absl::Duration max_clock_offset = absl::Milliseconds(500);
+  // Design 0004: how long a relay held for a subscriber that gets its origin directly may
+  // wait for the subscriber's advert (OriginHolds). Tests raise it to keep a hold in place.
+  absl::Duration hold_limit = kHoldLimit;
   AntiEntropyOptions verify;  // R18
 };
 

@@ -31,8 +31,9 @@ void ReportParked(const ParkedRetrier::Counts& parked, absl::Time now, PeerStatu
 // `now` is the node's clock: lag is measured against the peer's stamps (R16 bounds their offset).
 // Lag counts the databases this node holds rows of (design 0013, P3): it has no use for any
 // other's entries. A peer removed from a database still streams its entries until its
-// release (P8), and those count while they are owed; a full copy from it does not, since a
-// removed member stops copying and this node copies from another member instead.
+// release (P8), and those count while they are owed; a full copy from it does not (its
+// copy's target can run ahead of what it holds once it lets go, and this node's readiness,
+// P7, comes from the other members).
 void ReportReceived(const ReceiveStats& r, const catalog::CatalogSnapshot& snap,
                     const std::string& self, absl::Time now, PeerStatus* p) {
   p->lag_entries = 0;

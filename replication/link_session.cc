@@ -30,8 +30,9 @@ uint64_t StoredCursor(const peer::v1::ChangeBatch& b) {
   return b.has_cursor_seq() ? std::min(b.cursor_seq(), b.last_seq()) : b.last_seq();
 }
 
-// How far `b` sent this node's own entries (P10): a log batch's last_seq, unless it left
-// some of them out (origin_gap); 0 for a full copy's or a refetch's batch.
+// How far `b` sent this node's own entries (P10): a log batch's last_seq; 0 for a full
+// copy's or a refetch's batch, and for one that says it left some out (origin_gap), though
+// a later batch's last_seq passes those all the same, as the stored cursor does.
 uint64_t OwnThrough(const peer::v1::ChangeBatch& b) {
   if (b.has_copy() || b.has_refetch() || b.origin_gap()) return 0;
   return b.last_seq();
@@ -400,7 +401,9 @@ void LinkSession::WriterLoop() {
   }
   // Nothing is sent that the peer did not advertise (R1): schema only to schema.v1 peers,
   // batches only once the peer subscribed (which only a records.v1 peer does).
-  LogSender sender(cluster_->node(), peer_, cluster_->ExclusionsFor(peer_));
+  StreamLimits limits;
+  limits.hold_limit = cluster_->options().hold_limit;
+  LogSender sender(cluster_->node(), peer_, cluster_->ExclusionsFor(peer_), limits);
   uint64_t schema_version = 0;
   while (WriteRound(&sender, &schema_version)) {
   }

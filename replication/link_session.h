@@ -213,9 +213,11 @@ class LinkSession {
   }
   // Design 0013, P10: how far this node's own writes of `db` have reached the peer, as far as
   // this link knows: the higher of acked_cursor and the last_seq of each log batch the peer
-  // acked. A batch sends every entry of this node's origin through its last_seq unless it
-  // says origin_gap; origin holds keep back only other origins' entries, and with them the
-  // stored cursor (ChangeBatch.cursor_seq), for as long as the peer's advert takes.
+  // acked. A batch sends every entry of this node's origin through its last_seq but those
+  // a newer write of the key supersedes and those the route excludes (R11), which the stored
+  // cursor passes as well (known gaps, design 0013); origin holds keep back only other
+  // origins' entries, and with them the stored cursor (ChangeBatch.cursor_seq), for as long
+  // as the peer's advert takes.
   std::optional<uint64_t> acked_own_writes(const std::string& db) ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     auto cursor = records_out_.acked_cursor.find(db);

@@ -376,10 +376,11 @@ absl::Status Model::Check(const Cluster& cluster) const {
   }
 
   // (10): no node holds a row of a database placed on other nodes (design 0013, P3), once
-  // a removed member has let go of them (P8). Where rule (4) lets schemas stay apart for a
-  // table, its release may wait: every member holds a node-local table of the name (C11), or
-  // this node or a member holds a drop left half-done (C9), so no member was seen to hold the
-  // rows (P9: nothing is let go unconfirmed).
+  // a removed member has let go of them (P8). A release may rightly wait: while a member is
+  // not running (it cannot acknowledge), and where rule (4) lets schemas stay apart for a
+  // table: every member holds a node-local table of the name (C11), or this node or a
+  // member holds a drop left half-done (C9, per node), so no member was seen to hold the rows
+  // (P9: nothing is let go unconfirmed).
   auto dropping = [&](const std::string& n) {
     auto it = nodes.find(n);
     return it != nodes.end() && it->second.dropping;
@@ -394,7 +395,9 @@ absl::Status Model::Check(const Cluster& cluster) const {
       const std::string db = name.substr(0, name.find('.'));
       const std::vector<std::string>& members = rows.members_of.at(db);
       auto member_local = [&](const std::string& m) { return local(m, name); };
+      auto stopped = [&](const std::string& m) { return nodes.count(m) == 0; };
       if (dropping(n) || std::any_of(members.begin(), members.end(), dropping) ||
+          std::any_of(members.begin(), members.end(), stopped) ||
           (!members.empty() && std::all_of(members.begin(), members.end(), member_local))) {
         continue;
       }

@@ -2,6 +2,7 @@
 // node's log through the write's sequence number: after it applied the batch, never before.
 // Two TestNodes linked over real gRPC on loopback.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,13 +72,16 @@ TEST_F(ConfirmationTest, P10_AMemberConfirmsAWriteOnlyOnceItAppliedIt) {
 // directly makes this node hold its relays of them for that member, and the member's stored
 // cursor stays behind the first held entry until its advert moves. This node's own write,
 // sent after it, is applied there all the same, and is confirmed at once: c confirms a's
-// write while it still lacks b's row (c's apply of b's batch is blocked, so the hold lasts
-// until its limit, kHoldLimit, when a would relay the row after all).
+// write while it still lacks b's row (c's apply of b's batch is blocked, and a's hold limit
+// is raised so that a keeps holding its relay of the row).
 TEST(ConfirmationMeshTest, P10_HeldRelaysOfAnotherOriginDoNotHoldAConfirmationBack) {
   testing::TempDir dir;
   TestNode a("a", dir.Sub("a"), "s3cret"), b("b", dir.Sub("b"), "s3cret"),
       c("c", dir.Sub("c"), "s3cret");
-  for (TestNode* n : {&a, &b, &c}) n->Start();
+  for (TestNode* n : {&a, &b, &c}) {
+    n->set_hold_limit(absl::Minutes(5));
+    n->Start();
+  }
   for (TestNode* from : {&a, &b, &c}) {
     for (TestNode* to : {&a, &b, &c}) {
       if (from != to) from->Route(*to);
@@ -92,10 +96,18 @@ TEST(ConfirmationMeshTest, P10_HeldRelaysOfAnotherOriginDoNotHoldAConfirmationBa
     return w.ok() ? w->log_seq : 0;
   };
   ASSERT_EVENTUALLY([&] { ASSERT_NE(b.Table("sales", "orders"), nullptr); });
-  write(b, "w0");  // every link up and c subscribed to b directly
+  write(b, "w0");
+  // c took w0 from b directly, and a owes c nothing more (its relay of w0 was held for c
+  // until c's advert covered it): the next batch c applies is b's.
+  auto acked_all = [](TestNode& from, const std::string& to) {
+    const std::optional<uint64_t> acked = from.cluster().AckedCursor(to, "sales");
+    return acked.has_value() && *acked >= from.local().log->CommittedSeq("sales");
+  };
   ASSERT_EVENTUALLY([&] {
     ASSERT_EQ(TableRows(a, "sales", "orders").size(), 1u);
     ASSERT_EQ(TableRows(c, "sales", "orders").size(), 1u);
+    ASSERT_TRUE(acked_all(b, "c"));
+    ASSERT_TRUE(acked_all(a, "c"));
   });
 
   c.faults().Set(fault_points::kReplApplyBeforeCommit, FaultAction::Block().Once());
