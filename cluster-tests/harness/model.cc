@@ -394,11 +394,11 @@ absl::Status Model::Check(const Cluster& cluster) const {
       if (held == 0) continue;
       const std::string db = name.substr(0, name.find('.'));
       const std::vector<std::string>& members = rows.members_of.at(db);
-      auto member_local = [&](const std::string& m) { return local(m, name); };
+      bool all_local = !members.empty();  // a loop: clang's C++17 captures no binding
+      for (const std::string& m : members) all_local = all_local && local(m, name);
       auto stopped = [&](const std::string& m) { return nodes.count(m) == 0; };
       if (dropping(n) || std::any_of(members.begin(), members.end(), dropping) ||
-          std::any_of(members.begin(), members.end(), stopped) ||
-          (!members.empty() && std::all_of(members.begin(), members.end(), member_local))) {
+          std::any_of(members.begin(), members.end(), stopped) || all_local) {
         continue;
       }
       violation(absl::StrCat("(10) ", n, " holds ", held, " rows of ", name,
