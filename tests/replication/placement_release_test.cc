@@ -24,9 +24,8 @@ using ::testing::HasSubstr;
 
 class PlacementReleaseTest : public ::testing::Test {
  protected:
-  // a and b, linked both ways, with database "sales" on both and `rows` rows written on a
-  // that b holds.
-  void SetUpPair(int rows) {
+  // a and b, linked both ways, with database "sales" placed on both.
+  void StartPair() {
     a_ = std::make_unique<TestNode>("a", dir_.Sub("a"), "s3cret");
     b_ = std::make_unique<TestNode>("b", dir_.Sub("b"), "s3cret");
     a_->Start();
@@ -34,6 +33,10 @@ class PlacementReleaseTest : public ::testing::Test {
     a_->Route(*b_);
     b_->Route(*a_);
     ASSERT_OK(a_->catalog().CreateDatabase("sales", catalog::PlacementSpec{{"a", "b"}, 0}));
+  }
+  // StartPair, and `rows` rows written on a that b holds.
+  void SetUpPair(int rows) {
+    StartPair();
     ASSERT_OK(a_->catalog().CreateTable(Spec("sales", "orders", {"name"})));
     Write(0, rows);
     ASSERT_EVENTUALLY(
@@ -201,13 +204,7 @@ TEST_F(PlacementReleaseTest, P8_AMemberWithANodeLocalTableOfTheNameIsNotAskedFor
 // table under two generations, whose rows flow both ways; a release compares it by name
 // rather than waiting for ever on "another generation".
 TEST_F(PlacementReleaseTest, P8_ConcurrentGenerationsOfANameAreOneTableToARelease) {
-  a_ = std::make_unique<TestNode>("a", dir_.Sub("a"), "s3cret");
-  b_ = std::make_unique<TestNode>("b", dir_.Sub("b"), "s3cret");
-  a_->Start();
-  b_->Start();
-  a_->Route(*b_);
-  b_->Route(*a_);
-  ASSERT_OK(a_->catalog().CreateDatabase("sales", catalog::PlacementSpec{{"a", "b"}, 0}));
+  StartPair();
   ASSERT_EVENTUALLY([&] { ASSERT_NE(b_->catalog().Snapshot()->FindDatabase("sales"), nullptr); });
   b_->Isolate();
   ASSERT_OK(a_->catalog().CreateTable(Spec("sales", "orders", {"name"})));
