@@ -279,6 +279,9 @@ Reply OpsApi::Handle(absl::string_view body, const Caller& caller, Deadline* dea
   }
   Reply reply;
   absl::Status admitted = Admit(*op, fields);
+  if (admitted.ok() && !caller.forwarded_by.empty()) {
+    admitted = RefuseNodeLocalForwarded(fields);  // C11, design 0013 P4
+  }
   if (!admitted.ok()) {
     if (GetErrorCode(admitted) == ErrorCode::kForbidden && options_.audit != nullptr) {
       options_.audit->Refused(caller, op->name, admitted.message());

@@ -123,6 +123,10 @@ class OpsApi {
   // answer is relayed unchanged. A forwarded request is not forwarded again.
   absl::StatusOr<Reply> ForwardToMember(const Operation& op, absl::string_view body,
                                         const Fields& f, const absl::Status& refused) const;
+  // On a member, an operation a peer forwarded that names a table node-local here (C11) is
+  // refused with NOT_A_MEMBER before it runs: the peer meant the replicated table of the
+  // name, whose rows this node does not hold, and it tries the next member (P4, P5).
+  absl::Status RefuseNodeLocalForwarded(const Fields& f) const;
   // One pass over the members ForwardToMember may try.
   struct Round {
     std::optional<absl::StatusOr<Reply>> answer;  // unset: no member took the operation

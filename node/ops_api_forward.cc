@@ -3,7 +3,8 @@
 // non-member holds no rows, P3); OpsApi::Handle then sends the request body, as the client
 // sent it, to a member over the peer link (Cluster::Operate) with the user the front door
 // authenticated, and relays the member's answer unchanged: its status, its error, its body,
-// streamed through when it is long (a search).
+// streamed through when it is long (a search). On the member, a forwarded operation that
+// names a table node-local there is refused before it runs (C11, RefuseNodeLocalForwarded).
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -15,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "catalog/placement.h"
 #include "common/status.h"
+#include "nlohmann/json.hpp"
 #include "node/internal/ops_api_fields.h"
 #include "node/ops_api.h"
 
@@ -51,6 +53,19 @@ bool Behind(const peer::v1::OperateReply& head) {
   return code == ErrorCodeName(ErrorCode::kTableNotFound) ||
          code == ErrorCodeName(ErrorCode::kDatabaseNotFound) ||
          code == ErrorCodeName(ErrorCode::kUnauthorized);
+}
+
+// The message of the error a member answered, whose status message was read: its body's
+// "error", read up to kWholeReplyBytes (the rest of the call is cancelled).
+std::string ErrorMessage(replication::OperateCall* call) {
+  std::string body;
+  peer::v1::OperateReply m;
+  while (body.size() < kWholeReplyBytes && call->Read(&m)) body += m.piece();
+  const nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.contains("error") && j["error"].is_string()) {
+    return j["error"].get<std::string>();
+  }
+  return "it answered NOT_A_MEMBER";
 }
 
 // The member's answer, from its status message `head` on: read whole when short or an
@@ -137,6 +152,18 @@ absl::StatusOr<Reply> OpsApi::ForwardToMember(const Operation& op, absl::string_
   }
 }
 
+absl::Status OpsApi::RefuseNodeLocalForwarded(const Fields& f) const {
+  absl::StatusOr<std::string> db = f.Database(/*required=*/false, /*records=*/true);
+  absl::StatusOr<std::string> table = f.Table(/*records=*/true);
+  if (!db.ok() || !table.ok()) return absl::OkStatus();  // the operation answers for its fields
+  absl::StatusOr<catalog::TableRef> def = node_->catalog->Snapshot()->FindTable(*db, *table);
+  if (!def.ok() || (*def)->replicate()) return absl::OkStatus();
+  return Error(
+      ErrorCode::kNotAMember,
+      absl::StrCat("table '", *db, ".", *table, "' is node-local on this node (",
+                   options_.node_name, "): it does not hold the replicated table's rows (C11)"));
+}
+
 OpsApi::Round OpsApi::ForwardRound(const Operation& op, const std::vector<std::string>& targets,
                                    peer::v1::OperateRequest request, absl::Time until,
                                    bool relay_behind) const {
@@ -168,7 +195,8 @@ OpsApi::Round OpsApi::ForwardRound(const Operation& op, const std::vector<std::s
       continue;
     }
     if (head.error_code() == ErrorCodeName(ErrorCode::kNotAMember)) {
-      round.why.push_back(absl::StrCat(member, ": not a member in its view"));
+      // Not a member in its view, or its table of the name is node-local (C11).
+      round.why.push_back(absl::StrCat(member, ": ", ErrorMessage(call->get())));
       continue;
     }
     if (!relay_behind && Behind(head)) {

@@ -37,8 +37,15 @@ struct OpsEndpoint {
   std::string ca_file;         // set: HTTPS, the node's certificate checked against this CA
   HttpAnswer Post(const nlohmann::json& body, absl::Duration timeout = absl::Seconds(60)) const;
   // `authorization`: an Authorization header to send instead of the credentials.
+  // With the endpoint's own credentials, a 429 TOO_MANY_LOGINS is tried again until
+  // `timeout` (the login guard refused it before anything ran).
   HttpAnswer PostRaw(const std::string& body, const std::string& authorization = "",
                      absl::Duration timeout = absl::Seconds(60)) const;
+
+ private:
+  static constexpr absl::Duration kLoginRetryWait = absl::Milliseconds(250);
+  HttpAnswer PostOnce(const std::string& body, const std::string& authorization,
+                      absl::Duration timeout) const;
 };
 
 struct CairndOptions {

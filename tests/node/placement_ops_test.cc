@@ -279,6 +279,40 @@ TEST_F(PlacementOpsTest, P5_AForwardedRequestIsNotForwardedAgain) {
   EXPECT_EQ(n2_->Post(SearchAll()).json.size(), 0u) << "the request was forwarded to n2";
 }
 
+// P4 with C11: a member whose own table of the name is node-local does not hold the
+// replicated table's rows, so it takes no forwarded operation on it (it answers NOT_A_MEMBER
+// before anything runs, and the first node tries the next member; here there is none).
+TEST_F(PlacementOpsTest, P4_AMemberWhoseTableOfTheNameIsNodeLocalTakesNoForward) {
+  Ok({{"operation", "create_database"}, {"database", "away"}, {"replicas", {"n2"}}});
+  ASSERT_EVENTUALLY([&] {
+    ASSERT_EQ(n2_->Post({{"operation", "describe_database"}, {"database", "away"}}).status, 200);
+  });
+  // n2's own away.t is node-local (never announced); n1's is the replicated one.
+  ASSERT_EQ(n2_->Post({{"operation", "create_table"},
+                       {"database", "away"},
+                       {"table", "t"},
+                       {"primary_key", "id"},
+                       {"replicate", false}})
+                .status,
+            200);
+  ASSERT_EQ(n2_->Post(Insert(json::array({{{"id", "mine"}}}))).status, 200);
+  Ok({{"operation", "create_table"}, {"database", "away"}, {"table", "t"}, {"primary_key", "id"}});
+
+  HttpAnswer insert = node_->Post(Insert(json::array({{{"id", 1}}})));
+  EXPECT_EQ(insert.status, 503) << insert.body;
+  EXPECT_EQ(insert.error_code(), "NO_MEMBER_REACHABLE") << insert.body;
+  EXPECT_THAT(insert.body, HasSubstr("node-local")) << insert.body;
+  HttpAnswer search = node_->Post(SearchAll());
+  EXPECT_EQ(search.status, 503) << search.body << ": n2's own rows answered for the table";
+  const peer::v1::OperateReply head = OperateOn(*n2_, "admin", SearchAll());
+  EXPECT_EQ(head.status(), 503u);
+  EXPECT_EQ(head.error_code(), "NOT_A_MEMBER");
+  // n2's clients still use its own table.
+  const json own = n2_->Post(SearchAll()).json;
+  ASSERT_EQ(own.size(), 1u) << own.dump();
+  EXPECT_EQ(own[0]["id"], "mine");
+}
+
 // Design 0013, P7: a member added to a placement serves the database only once it has caught
 // up. Until then it holds part of the rows at most, so its clients' requests are forwarded to a
 // ready member; then it announces that it is ready, every node shows it, and it serves them.
