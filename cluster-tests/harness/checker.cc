@@ -97,12 +97,18 @@ absl::StatusOr<NodeView> ReadNode(const CairndProcess& node) {
       std::sort(attrs.begin(), attrs.end());
       t.attributes = absl::StrJoin(attrs, ",");
       t.record_count = Get<int64_t>(d, "record_count", -1);
-      CAIRN_ASSIGN_OR_RETURN(json rows, Answer(node, {{"operation", "search_by_value"},
-                                                      {"database", db},
-                                                      {"table", name},
-                                                      {"attribute", t.primary_key},
-                                                      {"value", "*"},
-                                                      {"get_attributes", {"*"}}}));
+      const json search = {
+          {"operation", "search_by_value"}, {"database", db}, {"table", name},
+          {"attribute", t.primary_key},     {"value", "*"},   {"get_attributes", {"*"}}};
+      if (!t.member && t.replicate) {
+        const HttpAnswer a = node.Post(search, /*auth=*/true, absl::Seconds(30));
+        if (a.status == 503 && a.error_code() == "NO_MEMBER_REACHABLE") {
+          t.unreadable = true;  // CompareNodes says whether that is right
+          view[absl::StrCat(db, ".", name)] = std::move(t);
+          continue;
+        }
+      }
+      CAIRN_ASSIGN_OR_RETURN(json rows, Answer(node, search));
       if (!rows.is_array()) return Error(ErrorCode::kInternal, "search_by_value is not an array");
       for (const json& r : rows) {
         const std::string key = r.contains(t.primary_key) ? r[t.primary_key].dump() : "?";
@@ -142,6 +148,16 @@ absl::Status CompareNodes(const std::map<std::string, NodeView>& views,
     }
   }
   for (const std::string& name : replicated) {
+    // Design 0013 with C11: when every member's table of the name is node-local, no member
+    // holds the replicated table and a non-member's read of it finds none (decision 151).
+    int members = 0, members_replicated = 0;
+    for (const auto& [node, view] : views) {
+      auto it = view.find(name);
+      if (it == view.end() || !it->second.member) continue;
+      ++members;
+      if (it->second.replicate) ++members_replicated;
+    }
+    const bool members_all_local = members > 0 && members_replicated == 0;
     const std::string* first_node = nullptr;
     const TableView* first = nullptr;
     for (const auto& [node, view] : views) {
@@ -152,6 +168,12 @@ absl::Status CompareNodes(const std::map<std::string, NodeView>& views,
       }
       const TableView& t = it->second;
       if (!t.replicate) continue;  // C11: its own table of that name
+      if (t.unreadable) {
+        if (!members_all_local) {
+          problem(absl::StrCat(node, " could not read ", name, " through a member"));
+        }
+        continue;
+      }
       if (t.member && t.record_count != static_cast<int64_t>(t.records.size())) {
         problem(absl::StrCat(node, " ", name, ": record_count ", t.record_count, " but ",
                              t.records.size(), " records found"));

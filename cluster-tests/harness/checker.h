@@ -37,6 +37,9 @@ struct TableView {
   std::string attributes;  // "name:type:indexed" sorted, comma separated
   int64_t record_count = 0;
   bool member = true;  // the node holds the database's rows (design 0013, P3)
+  // A non-member's read found no member to take it (503 NO_MEMBER_REACHABLE): right only
+  // while every member's table of the name is node-local (C11, decision 151).
+  bool unreadable = false;
   std::map<std::string, std::string> records;  // primary key (JSON) -> record (JSON)
 };
 

@@ -380,7 +380,8 @@ absl::Status Model::Check(const Cluster& cluster) const {
   // not running (it cannot acknowledge), and where rule (4) lets schemas stay apart for a
   // table: every member holds a node-local table of the name (C11), or this node or a
   // member holds a drop left half-done (C9, per node), so no member was seen to hold the rows
-  // (P9: nothing is let go unconfirmed).
+  // (P9: nothing is let go unconfirmed). A release lets go of a database's tables together,
+  // so a table of the first kind holds back the rows of the database's other tables too.
   auto dropping = [&](const std::string& n) {
     auto it = nodes.find(n);
     return it != nodes.end() && it->second.dropping;
@@ -389,16 +390,28 @@ absl::Status Model::Check(const Cluster& cluster) const {
     auto it = nodes.find(n);
     return it != nodes.end() && it->second.local.count(name) > 0;
   };
+  // Whether every member of `db` holds a node-local table of a name `rows`' node holds
+  // replicated in `db` (C11): then its release waits (P9).
+  auto held_back = [&](const NodeRows& rows, const std::string& db) {
+    const std::vector<std::string>& members = rows.members_of.at(db);
+    for (const auto& entry : rows.rows_elsewhere) {
+      const std::string& name = entry.first;
+      if (members.empty() || name.compare(0, db.size() + 1, db + ".") != 0) continue;
+      if (std::all_of(members.begin(), members.end(),
+                      [&](const std::string& m) { return local(m, name); })) {
+        return true;
+      }
+    }
+    return false;
+  };
   for (const auto& [n, rows] : nodes) {
     for (const auto& [name, held] : rows.rows_elsewhere) {
       if (held == 0) continue;
       const std::string db = name.substr(0, name.find('.'));
       const std::vector<std::string>& members = rows.members_of.at(db);
-      bool all_local = !members.empty();  // a loop: clang's C++17 captures no binding
-      for (const std::string& m : members) all_local = all_local && local(m, name);
       auto stopped = [&](const std::string& m) { return nodes.count(m) == 0; };
       if (dropping(n) || std::any_of(members.begin(), members.end(), dropping) ||
-          std::any_of(members.begin(), members.end(), stopped) || all_local) {
+          std::any_of(members.begin(), members.end(), stopped) || held_back(rows, db)) {
         continue;
       }
       violation(absl::StrCat("(10) ", n, " holds ", held, " rows of ", name,
