@@ -23,23 +23,28 @@ peer::v1::OperateReply Head(const Reply& reply) {
   return head;
 }
 
-// The status, then `body` in pieces.
-void SendWhole(const Reply& reply, absl::string_view body,
-               const std::function<bool(const peer::v1::OperateReply&)>& send) {
-  if (!send(Head(reply))) return;
-  for (size_t at = 0; at < body.size(); at += kPieceBytes) {
-    peer::v1::OperateReply piece;
-    piece.set_piece(std::string(body.substr(at, kPieceBytes)));
-    if (!send(piece)) return;
+// The status with `body`'s first piece, then the rest in pieces; a short answer is one
+// message, written with the call's status.
+void SendWhole(const Reply& reply, absl::string_view body, const replication::ReplySender& send) {
+  peer::v1::OperateReply m = Head(reply);
+  size_t at = std::min(body.size(), kPieceBytes);
+  m.set_piece(std::string(body.substr(0, at)));
+  for (;;) {
+    const bool last = at == body.size();
+    if (!send(m, last) || last) return;
+    const size_t n = std::min(body.size() - at, kPieceBytes);
+    m.Clear();
+    m.set_piece(std::string(body.substr(at, n)));
+    at += n;
   }
 }
 
 }  // namespace
 
-absl::Status ForwardedOperations::Run(
-    const std::string& from, const peer::v1::OperateRequest& request,
-    const std::function<bool()>& caller_present,
-    const std::function<bool(const peer::v1::OperateReply&)>& send) {
+absl::Status ForwardedOperations::Run(const std::string& from,
+                                      const peer::v1::OperateRequest& request,
+                                      const std::function<bool()>& caller_present,
+                                      const replication::ReplySender& send) {
   absl::StatusOr<Caller> caller = authenticator_->ForwardedCaller(request.user(), from);
   if (!caller.ok()) {
     Reply refused = ErrorReply(caller.status());
@@ -59,13 +64,10 @@ absl::Status ForwardedOperations::Run(
   // piece is still answered as an error (Reply::stream).
   bool started = false;
   absl::Status s = reply.stream([&](absl::string_view bytes) {
-    if (!started) {
-      if (!send(Head(reply))) return false;
-      started = true;
-    }
-    peer::v1::OperateReply piece;
+    peer::v1::OperateReply piece = started ? peer::v1::OperateReply() : Head(reply);
+    started = true;
     piece.set_piece(std::string(bytes));
-    return send(piece);
+    return send(piece, /*last=*/false);
   });
   if (started) return s;  // an error cuts the body short, as for a client of this node
   Reply answer = s.ok() ? reply : ErrorReply(s);

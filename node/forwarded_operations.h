@@ -20,7 +20,7 @@ class ForwardedOperations final : public replication::OperationRunner {
 
   absl::Status Run(const std::string& from, const peer::v1::OperateRequest& request,
                    const std::function<bool()>& caller_present,
-                   const std::function<bool(const peer::v1::OperateReply&)>& send) override;
+                   const replication::ReplySender& send) override;
 
  private:
   const OpsApi* const api_;

@@ -57,8 +57,8 @@ bool Behind(const peer::v1::OperateReply& head) {
 
 // The message of the error a member answered, whose status message was read: its body's
 // "error", read up to kWholeReplyBytes (the rest of the call is cancelled).
-std::string ErrorMessage(replication::OperateCall* call) {
-  std::string body;
+std::string ErrorMessage(const peer::v1::OperateReply& head, replication::OperateCall* call) {
+  std::string body = head.piece();
   peer::v1::OperateReply m;
   while (body.size() < kWholeReplyBytes && call->Read(&m)) body += m.piece();
   const nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
@@ -76,7 +76,7 @@ absl::StatusOr<Reply> Relay(const std::string& member, const peer::v1::OperateRe
   reply.status = static_cast<int>(head.status());
   reply.error_code = head.error_code();
   reply.records_written = head.records_written();
-  std::string prefix;
+  std::string prefix = head.piece();  // the status message carries the first piece
   peer::v1::OperateReply m;
   while (reply.status != 200 || prefix.size() < kWholeReplyBytes) {
     if (!call->Read(&m)) {
@@ -196,7 +196,7 @@ OpsApi::Round OpsApi::ForwardRound(const Operation& op, const std::vector<std::s
     }
     if (head.error_code() == ErrorCodeName(ErrorCode::kNotAMember)) {
       // Not a member in its view, or its table of the name is node-local (C11).
-      round.why.push_back(absl::StrCat(member, ": ", ErrorMessage(call->get())));
+      round.why.push_back(absl::StrCat(member, ": ", ErrorMessage(head, call->get())));
       continue;
     }
     if (!relay_behind && Behind(head)) {

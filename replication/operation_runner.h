@@ -13,17 +13,21 @@
 
 namespace cairn::replication {
 
+// Sends one message of an answer; `last`: no other follows (it goes out with the call's
+// status, in one write). False once the caller is gone.
+using ReplySender = std::function<bool(const peer::v1::OperateReply& reply, bool last)>;
+
 class OperationRunner {
  public:
   virtual ~OperationRunner() = default;
   // Runs `request`, forwarded by the authenticated peer `from`, and sends its answer through
-  // `send` (the status message first, then the body's pieces); `send` returns false once the
-  // caller is gone. Never forwards it again (P5). Not OK: the answer broke off after its
+  // `send` (the status message, carrying the body's first piece, then the rest in pieces).
+  // Never forwards it again (P5). Not OK: the answer broke off after its
   // first piece (the call ends with that error, so the caller cuts its client's body short).
   // `caller_present` says whether the caller still waits (its work stops when not).
   virtual absl::Status Run(const std::string& from, const peer::v1::OperateRequest& request,
                            const std::function<bool()>& caller_present,
-                           const std::function<bool(const peer::v1::OperateReply&)>& send) = 0;
+                           const ReplySender& send) = 0;
 };
 
 class Cluster;

@@ -125,8 +125,11 @@ class Cluster::Service final : public peer::v1::Peer::Service {
     }
     return ToGrpc(runner->Run(
         *peer, *request, [context] { return !context->IsCancelled(); },
-        [writer, context](const peer::v1::OperateReply& reply) {
-          return !context->IsCancelled() && writer->Write(reply);
+        [writer, context](const peer::v1::OperateReply& reply, bool last) {
+          if (context->IsCancelled()) return false;
+          if (!last) return writer->Write(reply);
+          writer->WriteLast(reply, grpc::WriteOptions());  // goes out with the status
+          return true;
         }));
   }
 
