@@ -7,7 +7,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "catalog/placement.h"
+#include "common/clock.h"
 #include "common/fault.h"
 #include "common/fault_points.h"
 #include "replication/releaser.h"
@@ -209,6 +212,11 @@ TEST_F(PlacementReleaseTest, P8_ConcurrentGenerationsOfANameAreOneTableToAReleas
   b_->Isolate();
   ASSERT_OK(a_->catalog().CreateTable(Spec("sales", "orders", {"name"})));
   Write(0, 3);
+  // b creates its own in a later millisecond than a's, so its stamp is another (both HLCs
+  // can give the same stamp within one millisecond).
+  const uint64_t a_ms = HybridClock::PhysicalMs(a_->Table("sales", "orders")->created_time());
+  ASSERT_EVENTUALLY(
+      [&] { ASSERT_GT(static_cast<uint64_t>(absl::ToUnixMillis(absl::Now())), a_ms); });
   ASSERT_OK(b_->catalog().CreateTable(Spec("sales", "orders", {"name"})));
   ASSERT_OK(b_->records().Write("sales", "orders", json::array({{{"id", "b0"}, {"name", "y"}}}),
                                 catalog::WriteMode::kUpsert));
