@@ -8,7 +8,7 @@
 // (C15), upserts and deletes, kills,
 // pauses, cuts, restarts, clock jumps, once an add_node of a fresh node (a full copy under
 // load), placement changes of either database (design 0013: alter_database by names, count or
-// "*"; CAIRN_PLACEMENT_STEPS percent of steps, off by default for now), and writes that ask for
+// "*"; CAIRN_PLACEMENT_STEPS percent of steps, default 4), and writes that ask for
 // confirmations (P10; CAIRN_CONFIRMED_WRITES percent of the schedule's writes). CI runs a few fixed
 // seeds with CAIRN_SCHEDULE_STEPS steps (default 200); `scripts/test.sh --long` and
 // cluster-tests/soak.sh run fresh seeds; CAIRN_NODE_ARGS adds flags to every node (CAIRND=<path>
@@ -264,11 +264,9 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
   const int attribute_percent = EnvInt("CAIRN_ATTRIBUTE_STEPS", 3);  // percent of steps
   // Issue 44: now and then a node places a database on some nodes, by name or count, or on
   // every node again (design 0013, P1, P2, P6); and some of the schedule's writes ask for
-  // confirmations (P10). Their own streams.
-  // Off by default until the findings of design 0013's "Random schedule" section are fixed:
-  // CAIRN_PLACEMENT_STEPS=4 turns them on.
+  // confirmations (P10). Their own streams. CAIRN_PLACEMENT_STEPS=0 turns placement off.
   std::mt19937_64 placement_rng(seed_ ^ 0x91ace);
-  const int placement_percent = EnvInt("CAIRN_PLACEMENT_STEPS", 0);  // percent of steps
+  const int placement_percent = EnvInt("CAIRN_PLACEMENT_STEPS", 4);  // percent of steps
   std::mt19937_64 confirm_rng(seed_ ^ 0xc0f1);
   const int confirm_percent = EnvInt("CAIRN_CONFIRMED_WRITES", 25);  // percent of writes
   const int opener_percent = EnvInt("CAIRN_WINDOW_OPENERS", 3);
