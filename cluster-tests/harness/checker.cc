@@ -14,13 +14,17 @@ using nlohmann::json;
 
 constexpr size_t kMaxProblems = 20;
 
-absl::StatusOr<json> Answer(const CairndProcess& node, const json& op) {
-  HttpAnswer a = node.Post(op, /*auth=*/true, absl::Seconds(30));
+// The body of `a`, `node`'s answer to `op`, or an error naming them when it is not a 200.
+absl::StatusOr<json> BodyOf(const CairndProcess& node, const json& op, HttpAnswer a) {
   if (a.status != 200) {
     return Error(ErrorCode::kInternal, absl::StrCat(node.options().name, ": ", op.dump(), " -> ",
                                                     a.status, " ", a.body.substr(0, 500)));
   }
   return std::move(a.json);
+}
+
+absl::StatusOr<json> Answer(const CairndProcess& node, const json& op) {
+  return BodyOf(node, op, node.Post(op, /*auth=*/true, absl::Seconds(30)));
 }
 
 template <typename T>
@@ -100,15 +104,13 @@ absl::StatusOr<NodeView> ReadNode(const CairndProcess& node) {
       const json search = {
           {"operation", "search_by_value"}, {"database", db}, {"table", name},
           {"attribute", t.primary_key},     {"value", "*"},   {"get_attributes", {"*"}}};
-      if (!t.member && t.replicate) {
-        const HttpAnswer a = node.Post(search, /*auth=*/true, absl::Seconds(30));
-        if (a.status == 503 && a.error_code() == "NO_MEMBER_REACHABLE") {
-          t.unreadable = true;  // CompareNodes says whether that is right
-          view[absl::StrCat(db, ".", name)] = std::move(t);
-          continue;
-        }
+      HttpAnswer a = node.Post(search, /*auth=*/true, absl::Seconds(30));
+      if (!t.member && t.replicate && a.status == 503 && a.error_code() == "NO_MEMBER_REACHABLE") {
+        t.unreadable = true;  // CompareNodes says whether that is right
+        view[absl::StrCat(db, ".", name)] = std::move(t);
+        continue;
       }
-      CAIRN_ASSIGN_OR_RETURN(json rows, Answer(node, search));
+      CAIRN_ASSIGN_OR_RETURN(json rows, BodyOf(node, search, std::move(a)));
       if (!rows.is_array()) return Error(ErrorCode::kInternal, "search_by_value is not an array");
       for (const json& r : rows) {
         const std::string key = r.contains(t.primary_key) ? r[t.primary_key].dump() : "?";
