@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "catalog/names.h"
+#include "catalog/placement.h"
 #include "common/status.h"
 #include "grpcpp/grpcpp.h"
 #include "replication/internal/peer_call.h"
@@ -163,6 +164,10 @@ std::optional<uint64_t> Cluster::AckedOwnWrites(const std::string& peer,
   return HighestOverLinks(peer, [&](LinkSession& s) { return s.acked_own_writes(db); });
 }
 
+std::optional<uint64_t> Cluster::CommitWakes(const std::string& peer) const {
+  return HighestOverLinks(peer, [](LinkSession& s) { return s.commit_wakes(); });
+}
+
 bool Cluster::ClaimReceiver(const std::string& peer, const LinkSession* s) {
   absl::MutexLock lock(&mu_);
   PeerState& state = peers_[peer];
@@ -190,8 +195,15 @@ void Cluster::UpdateOrigin(const std::string& peer, const std::string& db,
 }
 
 void Cluster::OnCommit(absl::string_view db, const std::string* origin) {
+  // P3: a peer that holds no rows of `db` is sent none of its entries, so its writer is not
+  // woken for them (with a database on 3 of 6 nodes, 3 of every member's 5 writers would
+  // wake per commit for nothing). Should the peer become a member, the catalog change wakes
+  // it (CatalogChanged), and its round reads the log from there on.
+  const catalog::SnapshotRef snap = node_->catalog->Snapshot();
   absl::ReaderMutexLock lock(&mu_);
-  for (auto& s : sessions_) s->NotifyCommit(db, origin);
+  for (auto& s : sessions_) {
+    if (catalog::HoldsRowsOf(*snap, db, s->peer())) s->NotifyCommit(db, origin);
+  }
 }
 
 Exclusions Cluster::ExclusionsFor(const std::string& peer) const {

@@ -9,7 +9,8 @@
 //
 // Records (R5-R8): every link also carries change streams both ways (LinkSession). A commit
 // on this node wakes every link's sender through the change log's listener (OnCommit), but
-// for one that only applied a peer's own writes (LinkSession::NotifyCommit).
+// for one that only applied a peer's own writes (LinkSession::NotifyCommit) and those of
+// peers that hold no rows of the database (P3).
 //
 // Implemented by concern: cluster.cc (start and stop, membership, sessions, fan-out,
 // retention, the cut hook), peer_service.cc (the Peer service and authentication),
@@ -283,6 +284,9 @@ class Cluster {
   // (LinkSession::acked_own_writes, the highest over its links); none without a link.
   std::optional<uint64_t> AckedOwnWrites(const std::string& peer, const std::string& db) const
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Commits that woke a writer of a link with `peer` (LinkSession::commit_wakes), the highest
+  // over its links; none without a link. What this node's commits cost that link.
+  std::optional<uint64_t> CommitWakes(const std::string& peer) const ABSL_LOCKS_EXCLUDED(mu_);
 
   // ---- Confirmed writes (design 0013, P10; cluster_confirm.cc).
   // While one is held, this node's batches of `db` ask their subscriber for an immediate ack

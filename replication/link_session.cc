@@ -89,6 +89,7 @@ void LinkSession::NotifyCommit(absl::string_view db, const std::string* origin) 
     return;
   }
   out.maybe_more = true;
+  ++out.commit_wakes;
 }
 
 void LinkSession::NotifyOrigins(bool urgent) {

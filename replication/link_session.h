@@ -23,7 +23,8 @@
 //      round of a catalog snapshot at least as new as the one the batch was read against, so
 //      a peer always knows a table before its rows; at most kWindow batches are unacked (R12).
 //      A commit wakes the writer (NotifyCommit), unless it only applied writes of an origin
-//      whose entries the writer would skip for this peer.
+//      whose entries the writer would skip for this peer, or its database is placed on nodes
+//      that do not include the peer (P3: Cluster::OnCommit does not call it then).
 // Threads: Run's reads every message and hands it to its concern (Dispatch), and applies
 // DbSchemas itself; the writer (WriterLoop) sends what each concern has due, one WriteRound
 // at a time; the applier (ApplierLoop) holds this node's subscription and applies batches.
@@ -191,6 +192,11 @@ class LinkSession {
   // this node's subscription to the peer tells it (OriginAdvert). `urgent`: more than an
   // origin's `seq` moved (OriginBook::Update); else the advert may wait kAdvertInterval.
   void NotifyOrigins(bool urgent) ABSL_LOCKS_EXCLUDED(mu_);
+  // Commits that woke the writer (NotifyCommit), since the link began.
+  uint64_t commit_wakes() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return records_out_.commit_wakes;
+  }
   // What this link received and applied (meaningful on the peer's claimed link).
   ReceiveStats receive_stats() ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
@@ -316,6 +322,7 @@ class LinkSession {
     bool peer_subscribed = false;    // the peer subscribed on this link: this end serves it
     bool maybe_more = true;          // a commit (or a full window) since the last read
     bool commits_not_woken = false;  // commits NotifyCommit did not wake the writer for
+    uint64_t commit_wakes = 0;       // commits NotifyCommit woke the writer for, ever
     // A mirror of what the writer's LogSender knows, for NotifyCommit: the (database, origin)
     // pairs whose entries it skips for the peer (OriginHolds::Skipping, after each round),
     // and whether the peer asked for its own writes back (echoes, decision 86).

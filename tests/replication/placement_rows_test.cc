@@ -191,5 +191,34 @@ TEST_F(PlacementRowsTest, P3_VerifyComparesOnlyMembers) {
   EXPECT_THAT(r.status.message(), ::testing::HasSubstr("not on both a and c"));
 }
 
+TEST_F(PlacementRowsTest, P3_ACommitWakesOnlyTheWritersOfPeersThatHoldTheDatabase) {
+  // A commit wakes a link's writer to read the log for the peer; a non-member is sent none of
+  // a placed database's entries, so its writer sleeps through that database's commits.
+  auto a = NewNode("a"), b = NewNode("b"), c = NewNode("c");
+  a->Route(*b);
+  a->Route(*c);
+  ASSERT_EVENTUALLY([&] {
+    ASSERT_TRUE(a->cluster().CommitWakes("b").has_value());
+    ASSERT_TRUE(a->cluster().CommitWakes("c").has_value());
+  });
+  PlacedOrders(a.get(), "sales", {"a", "b"}, 0);
+  PlacedOrders(a.get(), "open", {}, 0);  // every node
+  const uint64_t b_before = *a->cluster().CommitWakes("b");
+  const uint64_t c_before = *a->cluster().CommitWakes("c");
+  constexpr int kWrites = 20;
+  for (int i = 0; i < kWrites; ++i) Write(a.get(), "sales", i, i + 1);  // one commit each
+  EXPECT_GE(*a->cluster().CommitWakes("b") - b_before, uint64_t{kWrites});
+  EXPECT_EQ(*a->cluster().CommitWakes("c"), c_before);
+  // A database on every node wakes every writer.
+  Write(a.get(), "open", 0, 1);
+  EXPECT_GT(*a->cluster().CommitWakes("c"), c_before);
+  // c becomes a member: the commits wake its writer, and it gets the rows (a full copy).
+  Place(a.get(), "sales", {"a", "b", "c"});
+  const uint64_t c_member = *a->cluster().CommitWakes("c");
+  Write(a.get(), "sales", kWrites, kWrites + 1);
+  EXPECT_GT(*a->cluster().CommitWakes("c"), c_member);
+  ASSERT_EVENTUALLY([&] { ASSERT_EQ(TableRows(*c, "sales", "orders").size(), kWrites + 1u); });
+}
+
 }  // namespace
 }  // namespace cairn::replication
