@@ -370,11 +370,12 @@ TEST_P(RandomScheduleTest, HealsAndConverges) {
           op["replicas"] = "*";
         }
         HttpAnswer a = c.Op(n, op);
+        // No answer (a crash, status 0) has no JSON body to quote.
+        const json detail = a.json.is_object()
+                                ? a.json.value(a.status == 200 ? "placement" : "error", json())
+                                : json();
         std::cerr << "step " << step << ": " << n << " alter_database " << op.dump() << " -> "
-                  << a.status << " " << a.error_code() << " "
-                  << (a.status == 200 ? a.json.value("placement", json()).dump()
-                                      : a.json.value("error", json()).dump())
-                  << "\n";
+                  << a.status << " " << a.error_code() << " " << detail.dump() << "\n";
         // Refused (400: a member not linked to `n`, or none ready, P3/P8), the database
         // absent, an injected failure, or a buggified crash (no answer; reaped next step).
         // Not a disruption: no acknowledged write may be lost by a move (P9).
