@@ -192,7 +192,8 @@ class LinkSession {
   // this node's subscription to the peer tells it (OriginAdvert). `urgent`: more than an
   // origin's `seq` moved (OriginBook::Update); else the advert may wait kAdvertInterval.
   void NotifyOrigins(bool urgent) ABSL_LOCKS_EXCLUDED(mu_);
-  // Commits that woke the writer (NotifyCommit), since the link began.
+  // Commits NotifyCommit woke the writer for (several may coalesce into one of its rounds),
+  // since the link began.
   uint64_t commit_wakes() ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     return records_out_.commit_wakes;
