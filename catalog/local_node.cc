@@ -32,6 +32,8 @@ absl::StatusOr<std::unique_ptr<LocalNode>> LocalNode::Open(const std::string& pa
   ro.hlc = node->hlc.get();
   ro.faults = options.faults;
   ro.strip_rate = options.strip_rate;
+  ro.busy_share = options.background_busy_share;
+  ro.activity = &node->activity;
   node->records =
       std::make_unique<RecordStore>(node->engine.get(), node->log.get(), node->catalog.get(), ro);
   CAIRN_RETURN_IF_ERROR(node->records->ResumePendingStrips());

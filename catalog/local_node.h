@@ -10,6 +10,7 @@
 #include "catalog/catalog.h"
 #include "catalog/record_store.h"
 #include "catalog/user_catalog.h"
+#include "common/background_pace.h"
 #include "common/clock.h"
 #include "common/fault.h"
 #include "storage/change_log.h"
@@ -26,6 +27,8 @@ struct LocalNodeOptions {
   FaultRegistry* faults = nullptr;                           // null: none
   size_t max_attributes_per_table = 1000;                    // CatalogOptions
   uint64_t strip_rate = 0;                                   // RecordStoreOptions
+  // Of the strip and verify rates, while the node serves foreground work (decision 156).
+  double background_busy_share = 1.0;
   // The database is a restored copy: take a new log identity and forget every cursor on a
   // peer's log before anything else (storage::ChangeLog::ForgetIdentity).
   bool restored = false;
@@ -39,6 +42,9 @@ struct LocalNode {
   // Syncs the WAL and flushes memtables, so the next open replays nothing (clean shutdown).
   absl::Status Flush();
 
+  // Foreground work (client requests, peers' batches) noted for background work's pace
+  // (common/background_pace.h). First, so it outlives every part that reads it.
+  ForegroundActivity activity;
   std::unique_ptr<HybridClock> hlc;
   std::unique_ptr<storage::Engine> engine;
   std::unique_ptr<storage::ChangeLog> log;

@@ -206,6 +206,14 @@ void DecideRows(const TableDef& def, const std::vector<Input>& inputs, WriteMode
   result->replicate = def.replicate();
 }
 
+BackgroundPaceOptions StripPace(const RecordStoreOptions& options) {
+  BackgroundPaceOptions o;
+  o.rate = options.strip_rate;
+  o.busy_share = options.busy_share;
+  o.activity = options.activity;
+  return o;
+}
+
 }  // namespace
 
 RecordStore::RecordStore(storage::Engine* engine, storage::ChangeLog* log, Catalog* catalog,
@@ -214,7 +222,8 @@ RecordStore::RecordStore(storage::Engine* engine, storage::ChangeLog* log, Catal
       log_(log),
       catalog_(catalog),
       options_(std::move(options)),
-      latches_(options_.latch_stripes) {
+      latches_(options_.latch_stripes),
+      strip_pace_(StripPace(options_)) {
   CAIRN_CHECK(options_.hlc != nullptr) << "RecordStoreOptions::hlc is required";
   catalog_->SetStripListener([this] { KickStrips(); });
 }

@@ -26,6 +26,7 @@
 #include "catalog/internal/key_latches.h"
 #include "catalog/search_conditions.h"
 #include "catalog/table_digest.h"
+#include "common/background_pace.h"
 #include "common/clock.h"
 #include "common/deadline.h"
 #include "common/fault.h"
@@ -41,8 +42,11 @@ struct RecordStoreOptions {
   FaultRegistry* faults = nullptr;
   size_t latch_stripes = 4096;
   // Rows a strip of dropped attribute values reads per second, at most (0: no limit), so that
-  // foreground writes keep their share of the machine (C15).
+  // foreground writes keep their share of the machine (C15); `busy_share` of it while the
+  // node's `activity` shows foreground work (common/background_pace.h, decision 156).
   uint64_t strip_rate = 0;
+  double busy_share = 1.0;
+  const ForegroundActivity* activity = nullptr;  // null: never busy
 };
 
 enum class WriteMode { kInsert, kUpsert, kUpdate };
@@ -309,8 +313,7 @@ class RecordStore {
   bool strips_due_ ABSL_GUARDED_BY(strip_mu_) = false;
   std::atomic<bool> stop_strips_{false};  // written under strip_mu_, read anywhere
   std::thread strip_worker_;              // started and joined under the rules above
-  absl::Mutex pace_mu_;                   // a leaf
-  absl::Time pace_next_ ABSL_GUARDED_BY(pace_mu_) = absl::InfinitePast();
+  BackgroundPace strip_pace_;             // strip_rate
 };
 
 }  // namespace cairn::catalog

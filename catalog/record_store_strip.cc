@@ -224,17 +224,7 @@ absl::Status RecordStore::StripAttribute(const TableRef& def, absl::string_view 
 }
 
 absl::Status RecordStore::PaceStrip(const TableDef& def, size_t rows) {
-  if (options_.strip_rate == 0) return absl::OkStatus();
-  absl::Time at;
-  {
-    absl::MutexLock lock(&pace_mu_);
-    const absl::Time now = absl::Now();
-    pace_next_ = std::max(pace_next_, now);
-    at = pace_next_;
-    pace_next_ += absl::Seconds(static_cast<double>(rows) / options_.strip_rate);
-  }
-  // Sleep in short steps so that a shutdown is not held up by a long wait.
-  while (absl::Now() < at) {
+  return strip_pace_.Wait(rows, [&]() -> absl::Status {
     if (stop_strips_.load(std::memory_order_relaxed)) {
       return absl::CancelledError("the node is shutting down; the strip resumes at the next start");
     }
@@ -243,9 +233,8 @@ absl::Status RecordStore::PaceStrip(const TableDef& def, size_t rows) {
       return Error(ErrorCode::kTableDropping,
                    absl::StrCat("table '", def.QualifiedName(), "' is being dropped"));
     }
-    absl::SleepFor(std::min(at - absl::Now(), absl::Milliseconds(50)));
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
 void RecordStore::KickStrips() {

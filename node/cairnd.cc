@@ -184,6 +184,14 @@ void AddReplicationMetrics(Metrics* metrics, replication::Cluster* cluster) {
        })});
   // R18: anti-entropy on this node, as caller and callee.
   replication::AntiEntropy* ae = cluster->anti_entropy();
+  const ForegroundActivity* activity = &cluster->node()->activity;
+  metrics->AddExternal(
+      {"cairn_foreground_last_seconds",
+       "Unix time of this node's last foreground work (a client's request other than verify, "
+       "a peer's batch applied): verifies and strips run at --background-busy-share of their "
+       "rate for 100 ms after it (decision 156).",
+       "gauge",
+       [activity] { return absl::ToDoubleSeconds(activity->last() - absl::UnixEpoch()); }});
   metrics->AddExternal({"cairn_antientropy_rows_compared_total",
                         "Rows this node's verifies compared with a peer (R18).", "counter",
                         [ae] { return static_cast<double>(ae->rows_compared_total()); }});
@@ -372,6 +380,7 @@ int Run(const NodeConfig& config) {
   node_options.tombstone_retention = config.tombstone_retention;
   node_options.max_attributes_per_table = config.max_attributes_per_table;
   node_options.strip_rate = config.strip_rate;
+  node_options.background_busy_share = config.background_busy_share;
   node_options.faults = config.enable_test_hooks ? &faults : nullptr;
   // Test hooks: a wall clock that set_clock can shift (clock faults); otherwise the system's.
   OffsetClock clock;
@@ -457,6 +466,7 @@ int Run(const NodeConfig& config) {
   cluster_options.max_clock_offset = config.max_clock_offset;
   cluster_options.verify.interval = config.verify_interval;
   cluster_options.verify.rate = config.verify_rate;
+  cluster_options.verify.busy_share = config.background_busy_share;
   replication::Cluster cluster(node->get(), cluster_options);
   api_options.cluster = &cluster;
   AddReplicationMetrics(&metrics, &cluster);

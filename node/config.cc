@@ -328,11 +328,17 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
                  "0 turns the background verify off (R18)")
       ->capture_default_str();
   app.add_option("--verify-rate", c.verify_rate,
-                 "rows per second a verify may scan on this node; 0: no limit (R18)")
+                 "rows per second a verify may scan on this node while it is quiet (see "
+                 "--background-busy-share); 0: no limit (R18)")
       ->capture_default_str();
   app.add_option("--strip-rate", c.strip_rate,
                  "rows per second a strip of a dropped attribute's values may read on this node; "
                  "0: no limit (C15)")
+      ->capture_default_str();
+  app.add_option("--background-busy-share", c.background_busy_share,
+                 "share of --verify-rate and --strip-rate that verifies and strips keep while "
+                 "this node serves clients or applies peers' writes; 1: no yielding")
+      ->check(CLI::Range(0.001, 1.0))
       ->capture_default_str();
   app.add_flag("--enable-test-hooks", c.enable_test_hooks, "allow fault injection operations");
   app.add_option("--fault", c.faults, "NAME=ACTION[@P|@#N] fault point (test hooks only)")

@@ -73,7 +73,7 @@ struct NodeConfig {
   // SPEC R16: how far ahead of this node's wall clock a peer's clock and stamps may be.
   absl::Duration max_clock_offset = absl::Milliseconds(500);
   absl::Duration verify_interval = absl::Hours(1);  // R18 background verify; 0: off
-  uint64_t verify_rate = 100'000;                   // R18: rows/s scanned by verifies; 0: no limit
+  uint64_t verify_rate = 200'000;                   // R18: rows/s scanned by verifies; 0: no limit
 
   uint64_t max_body_bytes = 10 << 20;  // SPEC §5: 10 MiB
   int http_threads = 0;                // 0: sized from the machine (HttpThreadsFor)
@@ -105,6 +105,9 @@ struct NodeConfig {
   size_t max_attributes_per_table = 1000;
   // C15: rows/s a strip of dropped attribute values reads; 0: no limit.
   uint64_t strip_rate = 5'000;
+  // Decision 156: the share of --verify-rate and --strip-rate background work keeps while the
+  // node serves foreground work (a client's request, a peer's batch) within the last 100 ms.
+  double background_busy_share = 0.1;
   std::string log_level = "info";
 };
 

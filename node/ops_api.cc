@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/clock.h"
 #include "common/status.h"
 #include "node/internal/ops_api_fields.h"
@@ -277,6 +278,9 @@ Reply OpsApi::Handle(absl::string_view body, const Caller& caller, Deadline* dea
   if (op == nullptr) {
     return ErrorReply(BadRequest(absl::StrCat("unknown operation '", *name, "'")));
   }
+  // Decision 156: every request but a verify (itself background work, asked for) is foreground
+  // work that verifies and strips give way to.
+  if (op->handler != &OpsApi::Verify) node_->activity.Note(absl::Now());
   Reply reply;
   absl::Status admitted = Admit(*op, fields);
   if (admitted.ok() && !caller.forwarded_by.empty()) {

@@ -80,16 +80,20 @@ std::vector<std::string> KeysOf(const std::vector<RowStamp>& stamps) {
 
 }  // namespace
 
-AntiEntropy::AntiEntropy(catalog::LocalNode* node, Cluster* cluster, AntiEntropyOptions options)
-    : node_(node), cluster_(cluster), options_(options) {
-  if (options_.rate > 0) {
-    // kAllIo: the default (writes only) would let every read request through unpaced.
-    limiter_.reset(rocksdb::NewGenericRateLimiter(static_cast<int64_t>(options_.rate),
-                                                  /*refill_period_us=*/100 * 1000,
-                                                  /*fairness=*/10,
-                                                  rocksdb::RateLimiter::Mode::kAllIo));
-  }
+namespace {
+
+BackgroundPaceOptions VerifyPace(const catalog::LocalNode* node, const AntiEntropyOptions& o) {
+  BackgroundPaceOptions p;
+  p.rate = o.rate;
+  p.busy_share = o.busy_share;
+  p.activity = &node->activity;
+  return p;
 }
+
+}  // namespace
+
+AntiEntropy::AntiEntropy(catalog::LocalNode* node, Cluster* cluster, AntiEntropyOptions options)
+    : node_(node), cluster_(cluster), options_(options), pace_(VerifyPace(node, options_)) {}
 
 AntiEntropy::~AntiEntropy() {
   // Cluster::Stop has run Stop(); the Cluster's members may be gone by now, so only the
@@ -164,23 +168,14 @@ catalog::DigestScanOptions AntiEntropy::ScanOptions(Hlc settled_before,
                                                     std::function<bool()> cancelled) {
   catalog::DigestScanOptions o;
   o.settled_before = settled_before;
-  rocksdb::RateLimiter* limiter = limiter_.get();
-  o.pace = [this, limiter, cancelled = std::move(cancelled)](uint64_t rows) -> absl::Status {
-    if (Stopping()) return absl::CancelledError("this node is shutting down");
-    if (cancelled && cancelled()) return absl::CancelledError("the verify call was cancelled");
-    if (limiter == nullptr) return absl::OkStatus();
-    const int64_t burst = std::max<int64_t>(1, limiter->GetSingleBurstBytes());
-    for (int64_t left = static_cast<int64_t>(rows); left > 0; left -= burst) {
-      limiter->Request(std::min(left, burst), rocksdb::Env::IO_LOW, nullptr,
-                       rocksdb::RateLimiter::OpType::kRead);
-    }
-    return absl::OkStatus();
+  o.pace = [this, cancelled = std::move(cancelled)](uint64_t rows) -> absl::Status {
+    return pace_.Wait(rows, [&]() -> absl::Status {
+      if (Stopping()) return absl::CancelledError("this node is shutting down");
+      if (cancelled && cancelled()) return absl::CancelledError("the verify call was cancelled");
+      return absl::OkStatus();
+    });
   };
   return o;
-}
-
-uint64_t AntiEntropy::rows_paced() const {
-  return limiter_ == nullptr ? 0 : static_cast<uint64_t>(limiter_->GetTotalBytesThrough());
 }
 
 PeerVerify AntiEntropy::Verify(const std::string& peer, const std::string& db,

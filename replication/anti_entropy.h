@@ -14,7 +14,8 @@
 //
 // Runs on demand (Verify, the `verify` operation) and in the background every `interval`
 // against every connected peer that speaks verify.v1 and has a route from here, one table at a
-// time. Scans on this node — its own and those it serves — share one rate limit in rows/s.
+// time. Scans on this node — its own and those it serves — share one pace in rows/s, which
+// drops to a share of the rate while the node serves foreground work (decision 156).
 // Node-local and excluded tables are skipped; a drop during a verify ends that table's
 // comparison (C9: scans hold admission tokens and stop at a drop).
 //
@@ -38,7 +39,7 @@
 #include "absl/time/time.h"
 #include "cairn/peer/v1/peer.pb.h"
 #include "catalog/local_node.h"
-#include "rocksdb/rate_limiter.h"
+#include "common/background_pace.h"
 
 namespace cairn::replication {
 
@@ -48,7 +49,9 @@ inline constexpr char kVerifyCapability[] = "verify.v1";
 
 struct AntiEntropyOptions {
   absl::Duration interval = absl::Hours(1);  // background runs; 0: none
-  uint64_t rate = 100'000;                   // rows/s scanned by verifies on this node; 0: no limit
+  uint64_t rate = 200'000;                   // rows/s scanned by verifies on this node; 0: no limit
+  // Of `rate`, while the node serves foreground work (node->activity; decision 156).
+  double busy_share = 1.0;
   // How long a side waits for its cursor on the other's log before it leaves a difference
   // unsettled.
   absl::Duration catch_up_wait = absl::Seconds(10);
@@ -142,8 +145,8 @@ class AntiEntropy {
   uint64_t rows_repaired_total() const { return rows_repaired_total_.load(); }
   uint64_t runs_total() const { return runs_total_.load(); }
   double seconds_total() const { return static_cast<double>(micros_total_.load()) / 1e6; }
-  // Rows every scan on this node has asked its rate limiter for (0 without a limit).
-  uint64_t rows_paced() const;
+  // Rows every scan on this node has asked its pace for.
+  uint64_t rows_paced() const { return pace_.units_reserved(); }
 
  private:
   TableVerify VerifyTable(const std::string& peer, const catalog::TableRef& def, VerifyMode mode,
@@ -205,7 +208,8 @@ class AntiEntropy {
   catalog::LocalNode* const node_;
   Cluster* const cluster_;
   const AntiEntropyOptions options_;
-  std::unique_ptr<rocksdb::RateLimiter> limiter_;  // null: no limit
+  // Every scan's rows, its own verifies' and those it answers for peers (R18's bound).
+  BackgroundPace pace_;
 
   std::atomic<uint64_t> rows_compared_total_{0};
   std::atomic<uint64_t> rows_repaired_total_{0};

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "catalog/names.h"
 #include "common/fault.h"
 #include "common/fault_points.h"
@@ -128,6 +129,8 @@ absl::Status ReceiverState::Apply(const peer::v1::ChangeBatch& batch,
     if (exclusions_.Excludes(db, e.table())) continue;  // R11, receiver's side
     entries.push_back(&e);
   }
+  // Decision 156: a peer's writes are foreground work that verifies and strips give way to.
+  if (!entries.empty()) node_->activity.Note(absl::Now());
   DbProgress& p = progress_[db];
   // The cursor that goes into the same batch (R6). Refetch batches leave it alone.
   std::optional<storage::v1::ReplicaCursor> cursor;

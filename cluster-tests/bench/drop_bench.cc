@@ -124,6 +124,8 @@ int main(int argc, char** argv) {
     absl::SleepFor(kSteady);  // the load runs on both tables (the measurement's window)
     baselines.push_back({absl::Now() - kBaseline, absl::Now()});
     const double drained_before = cairn::bench::Metric(n1, "cairn_drop_drain_seconds_total");
+    const double peers_drained_before = cairn::bench::Metric(n2, "cairn_drop_drain_seconds_total") +
+                                        cairn::bench::Metric(n3, "cairn_drop_drain_seconds_total");
     if (events) events->Mark({1});
     const absl::Time begin = absl::Now();
     const json reply = cairn::bench::PostJson(
@@ -138,6 +140,13 @@ int main(int argc, char** argv) {
         1000 * (cairn::bench::Metric(n1, "cairn_drop_drain_seconds_total") - drained_before);
     drops.push_back({begin, end});
     const double ms = absl::ToDoubleMilliseconds(end - begin);
+    // Each round on stderr, to see where one slow drop went (the peers' drains finish before
+    // the reply when the forward drained them, after it when their schema update did).
+    const double peers_drain =
+        1000 * (cairn::bench::Metric(n2, "cairn_drop_drain_seconds_total") +
+                cairn::bench::Metric(n3, "cairn_drop_drain_seconds_total") - peers_drained_before);
+    std::fprintf(stderr, "round %d: drop %.2f ms, n1's drain %.2f ms, the peers' drains %.2f ms\n",
+                 r, ms, drain, peers_drain);
     drop_ms.push_back(ms);
     drain_ms.push_back(drain);
     after_drain_ms.push_back(ms - drain);

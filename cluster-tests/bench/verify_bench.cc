@@ -8,7 +8,7 @@
 //      fault, so replication cannot deliver them), then a verify repairs them on n2.
 //
 //   verify_bench [--cairnd PATH] [--records 1000000] [--seconds 10] [--divergent 0.01]
-//                [--verify-rate 100000] [--json FILE]
+//                [--verify-rate 200000] [--json FILE]
 
 #include <atomic>
 #include <cstdio>
@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
   uint64_t records = 1'000'000;
   double seconds = 10;
   double divergent = 0.01;
-  uint64_t verify_rate = 100'000;
+  uint64_t verify_rate = 200'000;
   CLI::App app("verify_bench: anti-entropy between two nodes (R18)", "verify_bench");
   app.add_option("--records", records, "records both nodes hold")->capture_default_str();
   app.add_option("--seconds", seconds, "foreground write time, without and with verifies")

@@ -16,7 +16,9 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "cluster-tests/harness/cairnd_process.h"
 #include "tests/testing/testing.h"
 
@@ -946,6 +948,40 @@ TEST_F(CairndTest, MetricsCountRequestsWritesAndTables) {
       ASSERT_THAT(m.body, HasSubstr(line));
     }
   });
+}
+
+// Decision 156: verifies and strips give way to the node's foreground work. A client's request
+// marks the node busy (cairn_foreground_last_seconds); a verify, background work asked for,
+// does not.
+TEST_F(CairndTest, ClientRequestsButNotVerifiesMarkTheNodeBusy) {
+  CreateOrders();
+  auto last_foreground = [&] {
+    HttpAnswer m = node_->Get("/metrics");
+    EXPECT_EQ(m.status, 200);
+    const std::string name = "\ncairn_foreground_last_seconds ";
+    const size_t at = m.body.find(name);
+    EXPECT_NE(at, std::string::npos) << m.body;
+    double v = 0;
+    EXPECT_TRUE(absl::SimpleAtod(
+        m.body.substr(at + name.size(), m.body.find('\n', at + 1) - at - name.size()), &v));
+    return v;
+  };
+  const double after_create = last_foreground();
+  EXPECT_GT(after_create, 0);
+  // Past the activity's 1 ms resolution (and /metrics is no request of the operations API),
+  // so that a request noted now would move the time.
+  const absl::Time past = absl::UnixEpoch() + absl::Seconds(after_create) + absl::Milliseconds(2);
+  while (absl::Now() < past) {
+  }
+  HttpAnswer verify = node_->Post({{"operation", "verify"}, {"database", "shop"}});
+  EXPECT_NE(verify.status, 0);
+  EXPECT_EQ(last_foreground(), after_create) << verify.body;
+  Ok({{"operation", "search_by_id"},
+      {"database", "shop"},
+      {"table", "orders"},
+      {"ids", json::array({1})},
+      {"get_attributes", json::array({"*"})}});
+  EXPECT_GT(last_foreground(), after_create);
 }
 
 // ---- Concurrency: many clients at once; a slow one stalls nobody.

@@ -142,6 +142,23 @@ class RecordReplicationTest : public ::testing::Test {
 
 // R5, R8, D5: every node of three writes, deletes and overwrites a shared key space at once;
 // all end with the same rows, versions and origins.
+// Decision 156: a peer's batch applied is foreground work, which the node's verifies and strips
+// give way to as they do to its clients' requests.
+TEST_F(RecordReplicationTest, APeersBatchAppliedMarksTheNodeBusy) {
+  auto a = NewNode("a"), b = NewNode("b");
+  ASSERT_NO_FATAL_FAILURE(LinkWithOrders(a.get(), b.get(), 0, 10));
+  const absl::Time before = b->local().activity.last();
+  EXPECT_GT(before, absl::UnixEpoch()) << "b applied a's first rows";
+  EXPECT_EQ(a->local().activity.last(), absl::UnixEpoch()) << "a applied nothing";
+  // Each round writes on a again, so that one of b's applies falls past the 1 ms resolution.
+  int next = 10;
+  ASSERT_EVENTUALLY([&] {
+    Upsert(a.get(), "shop", "orders", Rows("k", next, next + 1, "x"));
+    ++next;
+    ASSERT_GT(b->local().activity.last(), before);
+  });
+}
+
 TEST_F(RecordReplicationTest, R5_WritesOnEveryNodeOfThreeConverge) {
   const uint64_t seed = testing::TestSeed();
   auto a = NewNode("a"), b = NewNode("b"), c = NewNode("c");
