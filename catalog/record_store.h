@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -104,8 +105,10 @@ struct DigestScanOptions {
   Hlc settled_before = 0;  // tombstones older than this are left out of digests
   // Called with the rows read since its last call, every kPaceRows rows: the caller's rate
   // limit (it may block) and its way to cancel the scan (an error ends it with that error).
+  // `table` says whether the scan may go on (TABLE_DROPPING once a drop of the table began):
+  // a pace that waits asks it as it waits, so a drop's drain never waits for the pace (C9).
   // Null: no limit.
-  std::function<absl::Status(uint64_t rows)> pace;
+  std::function<absl::Status(uint64_t rows, absl::FunctionRef<absl::Status()> table)> pace;
   static constexpr uint64_t kPaceRows = 256;
 };
 

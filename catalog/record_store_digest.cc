@@ -22,20 +22,26 @@ using storage::v1::StoredRecord;
 
 namespace {
 
-// Calls options.pace every kPaceRows rows.
+// Calls options.pace every kPaceRows rows, with the generation's drop check (C9).
 class Pacer {
  public:
-  explicit Pacer(const DigestScanOptions& options) : options_(options) {}
+  Pacer(const DigestScanOptions& options, const TableDef& def) : options_(options), def_(def) {}
   absl::Status Row() {
     return ++pending_ >= DigestScanOptions::kPaceRows ? Flush() : absl::OkStatus();
   }
   absl::Status Flush() {
     const uint64_t rows = std::exchange(pending_, 0);
-    return rows > 0 && options_.pace ? options_.pace(rows) : absl::OkStatus();
+    if (rows == 0 || !options_.pace) return absl::OkStatus();
+    return options_.pace(rows, [this]() -> absl::Status {
+      if (!def_.state()->dropping()) return absl::OkStatus();
+      return Error(ErrorCode::kTableDropping,
+                   absl::StrCat("table '", def_.QualifiedName(), "' is being dropped"));
+    });
   }
 
  private:
   const DigestScanOptions& options_;
+  const TableDef& def_;
   uint64_t pending_ = 0;
 };
 
@@ -47,7 +53,7 @@ absl::Status ScanGeneration(storage::Engine* engine, FaultRegistry* faults, cons
                             Visit visit) {
   CAIRN_ASSIGN_OR_RETURN(Gate::Token token, def.state()->Admit(def.QualifiedName()));
   internal::ScanCheckpoint checkpoint(def, faults);
-  Pacer pacer(options);
+  Pacer pacer(options, def);
   storage::ScopedSnapshot snapshot(engine);
   const std::string prefix = storage::GenerationPrefix(def.generation_id());
   auto it = engine->NewIterator(Cf::kRecords, snapshot.get(),

@@ -60,14 +60,15 @@ class BackgroundPace {
   BackgroundPace& operator=(const BackgroundPace&) = delete;
 
   // Reserves `units` and returns the time they may start (`now` or later; `now` when the pace
-  // has no rate).
-  absl::Time Reserve(uint64_t units, absl::Time now) ABSL_LOCKS_EXCLUDED(pace_mu_);
-  // Reserve at absl::Now(), then sleeps until the start in steps of at most 50 ms. Returns the
-  // first error of `check`, asked before every step and once more at the start (a shutdown, a
-  // drop, a cancelled call must not wait for the pace).
+  // has no rate), at the full rate or the busy share as `busy` says. `now` is on a clock that
+  // never goes back (Wait's), so a wall clock stepped back does not stall the pace.
+  absl::Time Reserve(uint64_t units, absl::Time now, bool busy) ABSL_LOCKS_EXCLUDED(pace_mu_);
+  // Reserve now (busy as Busy(absl::Now()) says), then sleeps until the start in steps of at
+  // most 50 ms. Returns the first error of `check`, asked before every step and once more at
+  // the start (a shutdown, a drop, a cancelled call must not wait for the pace).
   absl::Status Wait(uint64_t units, absl::FunctionRef<absl::Status()> check);
 
-  // Whether the node counts as busy at `now`.
+  // Whether the node counts as busy at `now` (the wall clock, as ForegroundActivity's).
   bool Busy(absl::Time now) const;
   // Units reserved so far (for /metrics and tests).
   uint64_t units_reserved() const { return reserved_.load(std::memory_order_relaxed); }

@@ -278,9 +278,6 @@ Reply OpsApi::Handle(absl::string_view body, const Caller& caller, Deadline* dea
   if (op == nullptr) {
     return ErrorReply(BadRequest(absl::StrCat("unknown operation '", *name, "'")));
   }
-  // Decision 156: every request but a verify (itself background work, asked for) is foreground
-  // work that verifies and strips give way to.
-  if (op->handler != &OpsApi::Verify) node_->activity.Note(absl::Now());
   Reply reply;
   absl::Status admitted = Admit(*op, fields);
   if (admitted.ok() && !caller.forwarded_by.empty()) {
@@ -292,6 +289,9 @@ Reply OpsApi::Handle(absl::string_view body, const Caller& caller, Deadline* dea
     }
     reply = ErrorReply(admitted);
   } else {
+    // Decision 156: every admitted request but a verify (itself background work, asked for)
+    // is foreground work that verifies and strips give way to.
+    if (op->handler != &OpsApi::Verify) node_->activity.Note(absl::Now());
     absl::StatusOr<Reply> result;
     try {
       result = (this->*(op->handler))(fields);

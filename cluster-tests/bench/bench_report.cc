@@ -270,12 +270,14 @@ int main(int argc, char** argv) {
   rows.push_back({"p", "single upsert confirmed by 2 other members, p99",
                   At(placement, "/confirm/n2/p99_ms"), "ms", std::nullopt, false, std::nullopt,
                   ""});
+  // Issue 45's aims for rows f, h and i (drops that do not stall writers, background work
+  // nearly free).
   rows.push_back({"f", "drop with 8 writers on the table, p99", At(drop, "/drop/p99_ms"), "ms",
-                  std::nullopt, false, std::nullopt, ""});
+                  10, false, std::nullopt, ""});
   rows.push_back({"f", "drop after the drain, p99", At(drop, "/drop/after_drain_p99_ms"), "ms", 100,
                   false, std::nullopt, ""});
   rows.push_back({"f", "other table's writes kept during drops",
-                  At(drop, "/other_table/share_during_drops"), "share", 0.9, true, std::nullopt,
+                  At(drop, "/other_table/share_during_drops"), "share", 0.95, true, std::nullopt,
                   ""});
   // Issue 20 (R18): anti-entropy between two nodes.
   rows.push_back({"h", absl::StrCat("verify of ", Count(At(verify, "/records")), " identical rows"),
@@ -286,7 +288,7 @@ int main(int argc, char** argv) {
                   At(verify, "/identical/share_of_table_bytes"), "share", 0.01, false, std::nullopt,
                   ""});
   rows.push_back({"h", "writes kept while verifies run", At(verify, "/foreground/share"), "share",
-                  0.9, true, std::nullopt, ""});
+                  0.95, true, std::nullopt, ""});
   rows.push_back({"h",
                   absl::StrCat("repair of ", Count(At(verify, "/repair/rows_changed")),
                                " changed rows (held senders)"),
@@ -300,7 +302,7 @@ int main(int argc, char** argv) {
   rows.push_back({"i", "  the peer strips from the marker, rows/s", At(strip, "/peer/rows_per_s"),
                   "rows/s", std::nullopt, true, storage_scan, "RocksDB iteration"});
   rows.push_back({"i", "writes kept while both nodes strip", At(strip, "/foreground/share"),
-                  "share", 0.9, true, std::nullopt, ""});
+                  "share", 0.95, true, std::nullopt, ""});
   // Issue 22: search_by_conditions on one node, through an index and by a scan.
   const std::string search_rows = Count(At(search, "/records"));
   rows.push_back({"j",

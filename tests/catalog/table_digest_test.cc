@@ -297,7 +297,7 @@ TEST_F(DigestScanTest, C9_DropCancelsADigestScan) {
   std::atomic<int> paces{0};
   auto let_go = absl::MakeCleanup([&] { resume.set_value(); });
   DigestScanOptions o;
-  o.pace = [&](uint64_t) {
+  o.pace = [&](uint64_t, absl::FunctionRef<absl::Status()>) {
     if (paces++ == 0) {
       entered.set_value();
       resumed.wait();
@@ -322,7 +322,7 @@ TEST_F(DigestScanTest, PaceCanCancelAScan) {
   ASSERT_OK(records().Write("db", "t", batch, WriteMode::kInsert));
   DigestScanOptions o;
   uint64_t paced = 0;
-  o.pace = [&](uint64_t rows) {
+  o.pace = [&](uint64_t rows, absl::FunctionRef<absl::Status()>) {
     paced += rows;
     return paced > 300 ? absl::CancelledError("enough") : absl::OkStatus();
   };

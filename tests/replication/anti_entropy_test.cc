@@ -151,7 +151,7 @@ TEST_F(AntiEntropyTest, R18_FindsAndRepairsDivergenceOnBothSides) {
   EXPECT_TRUE(status.verified.at("shop").in_sync);
   EXPECT_EQ(status.verified.at("shop").rows_repaired, 0u);
   EXPECT_GE(a_->cluster().anti_entropy()->rows_repaired_total(), 2u);
-  // Every scan asked the rate limiter (--verify-rate) for its rows.
+  // Every scan asked the pace (--verify-rate) for its rows.
   EXPECT_GE(a_->cluster().anti_entropy()->rows_paced(), 300u);
   EXPECT_GE(b_->cluster().anti_entropy()->rows_paced(), 250u);
 }
@@ -355,6 +355,31 @@ TEST_F(AntiEntropyTest, R18_SkipsLocalTablesAndStopsAtADrop) {
   EXPECT_THAT(dropped.tables[0].skipped, ::testing::HasSubstr("dropped"));
   b_->faults().ClearAll();
   ASSERT_OK(drop.get());
+}
+
+// C9 with decision 156: a drop does not wait for a verify's pace. b's scans may read 8 rows a
+// second, so the second chunk of its digest scan waits 32 s in the pace, holding the
+// generation's admission token, past the drop's 10 s drain budget; a drop of the table on b
+// still drains at once.
+TEST_F(AntiEntropyTest, C9_ADropDoesNotWaitForAVerifysPace) {
+  CreateAndFill(3 * static_cast<int>(catalog::DigestScanOptions::kPaceRows));
+  b_->Isolate();
+  b_->set_verify_rate(8);
+  b_->Start();
+  WaitVerifiable();
+  catalog::TableRef orders = b_->Table("shop", "orders");
+  ASSERT_NE(orders, nullptr);
+  auto verify = std::async(std::launch::async, [&] { return Verify(); });
+  // b's scan has taken its first chunk (granted at once) and waits for its second.
+  ASSERT_EVENTUALLY([&] {
+    ASSERT_GE(b_->cluster().anti_entropy()->rows_paced(),
+              2 * catalog::DigestScanOptions::kPaceRows);
+  });
+  ASSERT_OK(b_->catalog().DropTable("shop", "orders"));  // the drain budget is 10 s
+  PeerVerify dropped = verify.get();
+  ASSERT_OK(dropped.status);
+  ASSERT_EQ(dropped.tables.size(), 1u);
+  EXPECT_THAT(dropped.tables[0].skipped, ::testing::HasSubstr("dropped"));
 }
 
 // Resumable: a verify of a database that failed at one table (here an injected failure of

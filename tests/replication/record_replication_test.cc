@@ -140,8 +140,6 @@ class RecordReplicationTest : public ::testing::Test {
   testing::TempDir dir_;
 };
 
-// R5, R8, D5: every node of three writes, deletes and overwrites a shared key space at once;
-// all end with the same rows, versions and origins.
 // Decision 156: a peer's batch applied is foreground work, which the node's verifies and strips
 // give way to as they do to its clients' requests.
 TEST_F(RecordReplicationTest, APeersBatchAppliedMarksTheNodeBusy) {
@@ -159,6 +157,8 @@ TEST_F(RecordReplicationTest, APeersBatchAppliedMarksTheNodeBusy) {
   });
 }
 
+// R5, R8, D5: every node of three writes, deletes and overwrites a shared key space at once;
+// all end with the same rows, versions and origins.
 TEST_F(RecordReplicationTest, R5_WritesOnEveryNodeOfThreeConverge) {
   const uint64_t seed = testing::TestSeed();
   auto a = NewNode("a"), b = NewNode("b"), c = NewNode("c");

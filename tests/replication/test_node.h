@@ -54,6 +54,7 @@ class TestNode {
     co.log_retention_entries = log_retention_entries_;
     co.keepalive = keepalive_;
     co.hold_limit = hold_limit_;
+    co.verify.rate = verify_rate_;
     co.trim_interval = absl::Milliseconds(50);
     co.peers = routes_;
     co.tls_cert = tls_.cert;
@@ -105,8 +106,9 @@ class TestNode {
   FaultRegistry& faults() { return faults_; }
   catalog::LocalNode& local() { return *node_; }
   void set_log_retention_entries(uint64_t n) { log_retention_entries_ = n; }
-  void set_keepalive(absl::Duration d) { keepalive_ = d; }    // before Start()
-  void set_hold_limit(absl::Duration d) { hold_limit_ = d; }  // before Start()
+  void set_keepalive(absl::Duration d) { keepalive_ = d; }                  // before Start()
+  void set_hold_limit(absl::Duration d) { hold_limit_ = d; }                // before Start()
+  void set_verify_rate(uint64_t rows_per_s) { verify_rate_ = rows_per_s; }  // before Start()
   // The node's wall clock (before its first Start; null: the system clock).
   void set_clock(Clock* clock) { clock_ = clock; }
   Hlc node_hlc_now() { return node_->hlc->Now().value(); }
@@ -146,6 +148,7 @@ class TestNode {
   uint64_t log_retention_entries_ = 10'000'000;
   absl::Duration keepalive_ = absl::Seconds(10);
   absl::Duration hold_limit_ = kHoldLimit;
+  uint64_t verify_rate_ = AntiEntropyOptions().rate;
   Clock* clock_ = nullptr;
   std::vector<PeerRoute> routes_;
   std::unique_ptr<catalog::LocalNode> node_;
