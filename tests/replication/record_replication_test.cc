@@ -147,7 +147,6 @@ TEST_F(RecordReplicationTest, APeersBatchAppliedMarksTheNodeBusy) {
   ASSERT_NO_FATAL_FAILURE(LinkWithOrders(a.get(), b.get(), 0, 10));
   const absl::Time before = b->local().activity.last();
   EXPECT_GT(before, absl::UnixEpoch()) << "b applied a's first rows";
-  EXPECT_EQ(a->local().activity.last(), absl::UnixEpoch()) << "a applied nothing";
   // Each round writes on a again, so that one of b's applies falls past the 1 ms resolution.
   int next = 10;
   ASSERT_EVENTUALLY([&] {
