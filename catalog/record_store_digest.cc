@@ -32,11 +32,7 @@ class Pacer {
   absl::Status Flush() {
     const uint64_t rows = std::exchange(pending_, 0);
     if (rows == 0 || !options_.pace) return absl::OkStatus();
-    return options_.pace(rows, [this]() -> absl::Status {
-      if (!def_.state()->dropping()) return absl::OkStatus();
-      return Error(ErrorCode::kTableDropping,
-                   absl::StrCat("table '", def_.QualifiedName(), "' is being dropped"));
-    });
+    return options_.pace(rows, [this] { return internal::NotDropping(def_); });
   }
 
  private:

@@ -229,11 +229,7 @@ absl::Status RecordStore::PaceStrip(const TableDef& def, size_t rows) {
       return absl::CancelledError("the node is shutting down; the strip resumes at the next start");
     }
     // The strip holds an admission token: a drop of the table must not wait for the pace.
-    if (def.state()->dropping()) {
-      return Error(ErrorCode::kTableDropping,
-                   absl::StrCat("table '", def.QualifiedName(), "' is being dropped"));
-    }
-    return absl::OkStatus();
+    return internal::NotDropping(def);
   });
 }
 

@@ -34,12 +34,15 @@ int CompareVersions(Hlc va, absl::string_view oa, Hlc vb, absl::string_view ob) 
 
 absl::Status IteratorStatus(const rocksdb::Iterator& it) { return storage::FromRocks(it.status()); }
 
+absl::Status NotDropping(const TableDef& def) {
+  if (!def.state()->dropping()) return absl::OkStatus();
+  return Error(ErrorCode::kTableDropping,
+               absl::StrCat("table '", def.QualifiedName(), "' is being dropped"));
+}
+
 absl::Status ScanCheckpoint::Visit() {
   CAIRN_RETURN_IF_ERROR(CAIRN_FAULT(faults_, fault_points::kScanRow));
-  if (def_.state()->dropping()) {
-    return Error(ErrorCode::kTableDropping,
-                 absl::StrCat("table '", def_.QualifiedName(), "' is being dropped"));
-  }
+  CAIRN_RETURN_IF_ERROR(NotDropping(def_));
   if (deadline_ != nullptr) return deadline_->Check();
   return absl::OkStatus();
 }

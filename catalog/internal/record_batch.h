@@ -36,6 +36,10 @@ int CompareVersions(Hlc va, absl::string_view oa, Hlc vb, absl::string_view ob);
 
 absl::Status IteratorStatus(const rocksdb::Iterator& it);
 
+// SPEC C9: OK, or TABLE_DROPPING once a drop of `def`'s generation began (its gate is
+// closing): what a scan asks at each row (ScanCheckpoint) and a paced scan while it waits.
+absl::Status NotDropping(const TableDef& def);
+
 // SPEC C9: every scan of a generation (searches, attribute strips, purges) calls Visit() at
 // each row it reads, matching or not, so a drop's drain never waits for a scan to reach its
 // end. Visit() hits the fault point records.scan.row, then answers TABLE_DROPPING once the

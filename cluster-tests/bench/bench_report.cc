@@ -272,8 +272,8 @@ int main(int argc, char** argv) {
                   ""});
   // Issue 45's aims for rows f, h and i (drops that do not stall writers, background work
   // nearly free).
-  rows.push_back({"f", "drop with 8 writers on the table, p99", At(drop, "/drop/p99_ms"), "ms",
-                  10, false, std::nullopt, ""});
+  rows.push_back({"f", "drop with 8 writers on the table, p99", At(drop, "/drop/p99_ms"), "ms", 10,
+                  false, std::nullopt, ""});
   rows.push_back({"f", "drop after the drain, p99", At(drop, "/drop/after_drain_p99_ms"), "ms", 100,
                   false, std::nullopt, ""});
   rows.push_back({"f", "other table's writes kept during drops",
